@@ -1,0 +1,25 @@
+"""One arm controller class per control mode, each paired with the gripper controller."""
+
+from __future__ import annotations
+
+from envs.controllers.base import ArmController, Controller, GripperController
+from envs.controllers.ee import PDEEDeltaPos, PDEEDeltaPose, PDEEPose
+from envs.controllers.joint import PDJointDeltaPos, PDJointPos, PDJointVel
+from envs.core.agent import Agent
+from envs.modes import ControlMode
+
+ARM_CONTROLLERS: dict[ControlMode, type[ArmController]] = {
+    ControlMode.PD_JOINT_POS: PDJointPos,
+    ControlMode.PD_JOINT_DELTA_POS: PDJointDeltaPos,
+    ControlMode.PD_JOINT_VEL: PDJointVel,
+    ControlMode.PD_EE_DELTA_POS: PDEEDeltaPos,
+    ControlMode.PD_EE_DELTA_POSE: PDEEDeltaPose,
+    ControlMode.PD_EE_POSE: PDEEPose,
+}
+
+
+def make_controller(mode: ControlMode, agent: Agent) -> Controller:
+    return Controller(ARM_CONTROLLERS[mode](agent), GripperController(agent))
+
+
+__all__ = ["ARM_CONTROLLERS", "Controller", "GripperController", "make_controller"]

@@ -1,0 +1,108 @@
+"""A robot in every env: the batched accessors tasks and controllers use.
+
+Tasks ask for TCP pose, gripper opening and arm joint positions here and never index a robot's
+joints themselves. Readings are cached by the world until the scene changes; drive targets are
+mirrored in `targets` so controllers never read them back from PhysX.
+"""
+
+from __future__ import annotations
+
+import sapien
+import torch
+
+from envs.core.build import build_articulation
+from envs.core.pose import pose_mul, quat_apply, quat_conj
+from envs.core.world import ArticulationGroup, BatchedWorld
+from envs.robots.base import RobotSpec
+from envs.robots.kinematics import ChainKinematics
+
+
+class Agent:
+    def __init__(self, world: BatchedWorld, spec: RobotSpec, root_pose: sapien.Pose, name: str, visual: bool = False):
+        self.spec = spec
+        self.name = name
+        model = spec.model
+
+        def build(scene: sapien.Scene, i: int, pose: sapien.Pose):
+            return build_articulation(scene, model, pose, f"{name}_{i}", visual=visual)
+
+        self.group: ArticulationGroup = world.add_articulation(name, build, root_pose)
+        self.num_envs = world.num_envs
+        self.dof = self.group.dof
+        self.arm = spec.arm_indices
+        self.gripper = spec.gripper_indices
+        self.kinematics = ChainKinematics(model, spec.tcp_link, self.arm)
+        p = root_pose
+        self.root_pose = torch.tensor([[*p.p, *p.q]], dtype=torch.float32).expand(self.num_envs, 7).contiguous()
+        self.set_drives(spec.arm_drive.stiffness, spec.arm_drive.damping)
+        for js in self.group.joints:
+            for c in self.gripper:
+                d = spec.gripper_drive
+                js[c].set_drive_property(d.stiffness, d.damping, d.force_limit, "force")
+        self.targets = torch.zeros(self.num_envs, self.dof)
+
+    def set_drives(self, stiffness: float, damping: float) -> None:
+        """Drive gains of the arm joints (position control: both; velocity control: stiffness 0)."""
+        f = self.spec.arm_drive.force_limit
+        for js in self.group.joints:
+            for c in self.arm:
+                js[c].set_drive_property(stiffness, damping, f, "force")
+
+    # ---- readings (cached by the world until the scene changes) -------------------------------
+    @property
+    def qpos(self) -> torch.Tensor:  # (N, dof)
+        return self.group.qpos()
+
+    @property
+    def qvel(self) -> torch.Tensor:  # (N, dof)
+        return self.group.qvel()
+
+    def sync_targets(self) -> None:
+        """Re-read drive targets from the simulator (after set_state)."""
+        self.targets = self.group.drive_targets()
+
+    @property
+    def arm_qpos(self) -> torch.Tensor:  # (N, n_arm)
+        return self.qpos[:, self.arm]
+
+    @property
+    def gripper_opening(self) -> torch.Tensor:  # (N,) summed joint travel, metres for parallel grippers
+        return self.qpos[:, self.gripper].sum(1)
+
+    def tcp_pose_root(self, qpos: torch.Tensor | None = None) -> torch.Tensor:  # (N, 7) in the root frame
+        q = self.qpos if qpos is None else qpos
+        return self.kinematics.tcp_pose(q[:, self.arm])
+
+    @property
+    def tcp_pose(self) -> torch.Tensor:  # (N, 7) env-local
+        return pose_mul(self.root_pose, self.tcp_pose_root())
+
+    def is_static(self, threshold: float = 0.2) -> torch.Tensor:  # (N,) bool
+        return self.qvel[:, self.arm].abs().max(1).values <= threshold
+
+    # ---- commands -------------------------------------------------------------------------
+    def set_targets(self, cols: list[int], values: torch.Tensor) -> None:
+        """Position targets of the active joints `cols` for all envs: values (N, len(cols))."""
+        self.targets[:, cols] = values
+        self.group.set_drive_targets(values, joints=cols)
+
+    def set_velocity_targets(self, cols: list[int], values: torch.Tensor) -> None:
+        self.group.set_drive_velocity_targets(values, joints=cols)
+
+    def reset_to(self, qpos: torch.Tensor, env_idx: torch.Tensor) -> None:
+        """Place envs `env_idx` at qpos (len, dof), at rest, with targets there too."""
+        self.group.set_qpos(qpos, env_idx)
+        self.group.set_qvel(torch.zeros_like(qpos), env_idx)
+        self.group.set_drive_targets(qpos, env_idx)
+        self.group.set_drive_velocity_targets(torch.zeros_like(qpos), env_idx)
+        self.targets[env_idx] = qpos.float()
+
+    def is_grasping(self, obj_pos: torch.Tensor, width: float) -> torch.Tensor:
+        """(N,) bool: an object of `width` (m, across the fingers) with centre obj_pos (N, 3,
+        env-local) sits at the TCP and holds the fingers apart at about its width."""
+        tcp = self.tcp_pose
+        local = quat_apply(quat_conj(tcp[:, 3:]), obj_pos - tcp[:, :3])
+        centred = local.abs().max(1).values <= 0.5 * width
+        opening = self.gripper_opening
+        held = (opening >= width - 0.01) & (opening <= width + 0.005)
+        return centred & held

@@ -1,0 +1,93 @@
+"""Builds SAPIEN articulations and actors from the project's own descriptions.
+
+Nothing here creates a render component unless `visual=True`, so state-only scenes need no
+Vulkan device.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import sapien
+
+from envs.robots.urdf import Geometry, Joint, RobotModel
+
+# SAPIEN's cylinders and capsules lie along their local x axis; URDF's along z.
+_Z_TO_X = sapien.Pose(q=[0.7071068, 0.0, 0.7071068, 0.0])
+# collision_groups[2] bit shared by all links of one robot: PhysX skips pairs that share it.
+_NO_SELF_COLLISION = 1 << 31
+
+
+def to_pose(origin) -> sapien.Pose:
+    return sapien.Pose(list(origin.xyz), list(origin.quat))
+
+
+def add_geometry(builder, geom: Geometry, visual: bool, material=None) -> None:
+    pose = to_pose(geom.origin)
+    if visual:
+        mat = sapien.render.RenderMaterial(base_color=list(geom.rgba))
+        if geom.kind == "box":
+            builder.add_box_visual(pose, [s / 2 for s in geom.size], mat)
+        elif geom.kind == "sphere":
+            builder.add_sphere_visual(pose, geom.size[0], mat)
+        else:
+            builder.add_cylinder_visual(pose * _Z_TO_X, geom.size[0], geom.size[1] / 2, mat)
+        return
+    if geom.kind == "box":
+        builder.add_box_collision(pose, [s / 2 for s in geom.size], material=material)
+    elif geom.kind == "sphere":
+        builder.add_sphere_collision(pose, geom.size[0], material=material)
+    else:
+        builder.add_cylinder_collision(pose * _Z_TO_X, geom.size[0], geom.size[1] / 2, material=material)
+
+
+def _axis_frame(joint: Joint) -> sapien.Pose:
+    """A frame whose x axis is the joint axis (PhysX joints move along/around x)."""
+    axis = np.asarray(joint.axis, dtype=float)
+    axis /= np.linalg.norm(axis)
+    helper = np.array([0.0, 0.0, 1.0]) if abs(axis[0]) > 0.9 else np.array([1.0, 0.0, 0.0])
+    y = np.cross(axis, helper)
+    y /= np.linalg.norm(y)
+    m = np.eye(4)
+    m[:3, 0], m[:3, 1], m[:3, 2] = axis, y, np.cross(axis, y)
+    return sapien.Pose(m)
+
+
+def build_articulation(
+    scene: sapien.Scene,
+    model: RobotModel,
+    root_pose: sapien.Pose,
+    name: str,
+    visual: bool = False,
+    material=None,
+) -> sapien.physx.PhysxArticulation:
+    """One fixed-base articulation; robot links never collide with each other."""
+    ab = scene.create_articulation_builder()
+    builders = {}
+    parent_joint = {j.child: j for j in model.joints}
+    for link in model.links:
+        joint = parent_joint.get(link.name)
+        lb = ab.create_link_builder(builders[joint.parent] if joint else None)
+        lb.set_name(f"{name}/{link.name}")
+        builders[link.name] = lb
+        if joint is None:
+            lb.set_joint_properties("fixed", [], sapien.Pose(), sapien.Pose())
+        else:
+            lb.set_joint_name(joint.name)
+            frame = _axis_frame(joint)
+            kind = {"revolute": "revolute_unwrapped"}.get(joint.kind, joint.kind)
+            limits = [] if joint.kind == "fixed" else [[joint.lower, joint.upper]]
+            lb.set_joint_properties(kind, limits, to_pose(joint.origin) * frame, frame, 0.0, 0.0)
+        for geom in link.collisions:
+            add_geometry(lb, geom, visual=False, material=material)
+        if visual:
+            for geom in link.visuals:
+                add_geometry(lb, geom, visual=True)
+        if link.inertial is not None:
+            lb.set_mass_and_inertia(
+                link.inertial.mass, to_pose(link.inertial.origin), list(link.inertial.diagonal)
+            )
+        lb.collision_groups[2] |= _NO_SELF_COLLISION
+    ab.set_initial_pose(root_pose)
+    articulation = ab.build(fix_root_link=True)
+    articulation.set_name(name)
+    return articulation

@@ -1,0 +1,254 @@
+"""The batched environment every task derives from.
+
+Always batched, also for N = 1: observations, rewards and flags are (N, ...) torch tensors on
+the CPU; actions are (N, A) torch or numpy arrays.
+
+Episodes and resets
+-------------------
+* `reset(seed=s)` seeds env k with s + k (a list gives one seed per env), so env i reset with
+  seed s starts from the same state whatever N is. Without a seed each env continues its own
+  random stream. `options={"env_idx": idx}` resets only those envs.
+* No autoreset: an env whose episode ended (terminated = success or fail, truncated = its
+  elapsed steps reached max_episode_steps) keeps simulating until you reset it, e.g.
+  `env.reset(options={"env_idx": torch.nonzero(done).flatten()})`.
+
+A task subclasses `BaseEnv` and fills in a few hooks over batched state: `_load_scene`,
+`_initialize_episode`, `evaluate`, `_extra_obs`, `compute_dense_reward`; `task_state` names
+task tensors (such as a goal) that belong to the full state.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import gymnasium as gym
+import numpy as np
+import sapien
+import torch
+
+from envs.controllers import Controller, make_controller
+from envs.core.agent import Agent
+from envs.core.world import BatchedWorld
+from envs.modes import ControlMode, ObsMode, SimBackend, parse_mode
+from envs.robots import get_robot
+
+
+class BatchRNG:
+    """One numpy Generator per env; draws for a set of envs come from each env's own stream."""
+
+    def __init__(self, num_envs: int):
+        self.generators = [np.random.default_rng() for _ in range(num_envs)]
+        self.idx: list[int] = []
+
+    def seed(self, env_idx: Sequence[int], seeds: Sequence[int]) -> None:
+        for i, s in zip(env_idx, seeds):
+            self.generators[i] = np.random.default_rng(int(s))
+
+    def uniform(self, low, high, size: tuple[int, ...] = ()) -> torch.Tensor:  # (len(idx), *size)
+        return torch.from_numpy(
+            np.stack([self.generators[i].uniform(low, high, size) for i in self.idx]).astype(np.float32)
+        )
+
+    def normal(self, scale: float, size: tuple[int, ...] = ()) -> torch.Tensor:
+        return torch.from_numpy(
+            np.stack([self.generators[i].normal(0.0, scale, size) for i in self.idx]).astype(np.float32)
+        )
+
+
+def _flatten(tree: dict[str, Any]) -> list[torch.Tensor]:
+    out = []
+    for key in tree:
+        v = tree[key]
+        out.extend(_flatten(v) if isinstance(v, dict) else [v.reshape(v.shape[0], -1).float()])
+    return out
+
+
+def _space(tree: dict[str, Any]) -> gym.spaces.Dict:
+    return gym.spaces.Dict(
+        {
+            k: _space(v) if isinstance(v, dict) else gym.spaces.Box(-np.inf, np.inf, tuple(v.shape), np.float32)
+            for k, v in tree.items()
+        }
+    )
+
+
+class BaseEnv(gym.Env):
+    metadata = {"render_modes": []}
+    env_id: str = ""
+    default_max_episode_steps: int = 100
+    supported_robots: tuple[str, ...] = ("panda",)
+    task_state: tuple[str, ...] = ()
+
+    def __init__(
+        self,
+        num_envs: int = 1,
+        obs_mode: str = "state",
+        control_mode: str = "pd_joint_delta_pos",
+        robot_uids: str = "panda",
+        sim_freq: int = 100,
+        control_freq: int = 20,
+        max_episode_steps: int | None = None,
+        sim_backend: str = "physx_cpu",
+        render_mode: str | None = None,
+    ):
+        if int(num_envs) < 1:
+            raise ValueError(f"num_envs must be >= 1, got {num_envs}")
+        if sim_freq % control_freq != 0:
+            raise ValueError(f"sim_freq ({sim_freq}) must be a multiple of control_freq ({control_freq})")
+        if render_mode is not None:
+            raise ValueError(f"render_mode {render_mode!r} is not available yet; allowed: None")
+        self.num_envs = int(num_envs)
+        self.obs_mode = parse_mode(ObsMode, obs_mode, "obs mode")
+        self.control_mode = parse_mode(ControlMode, control_mode, "control mode")
+        self.sim_backend = parse_mode(SimBackend, sim_backend, "sim backend")
+        if robot_uids not in self.supported_robots:
+            get_robot(robot_uids)  # unknown robots get the registry's own message
+            raise ValueError(
+                f"{self.env_id} does not support robot {robot_uids!r}; allowed: {', '.join(self.supported_robots)}"
+            )
+        self.robot_uids = robot_uids
+        self.sim_freq, self.control_freq = int(sim_freq), int(control_freq)
+        self.sim_steps_per_control = self.sim_freq // self.control_freq
+        self.max_episode_steps = int(max_episode_steps or self.default_max_episode_steps)
+        self.render_mode = render_mode
+
+        self.world = BatchedWorld(self.num_envs, self.sim_freq)
+        self._load_scene()
+        self.controller: Controller = make_controller(self.control_mode, self.agent)
+        self.rng = BatchRNG(self.num_envs)
+        self.elapsed_steps = torch.zeros(self.num_envs, dtype=torch.int32)
+        self.episode_seeds = torch.full((self.num_envs,), -1, dtype=torch.int64)
+        self._seed_source = np.random.default_rng()
+
+        n = self.num_envs
+        self.single_action_space = gym.spaces.Box(self.controller.low, self.controller.high, dtype=np.float32)
+        self.action_space = gym.spaces.Box(
+            np.tile(self.controller.low, (n, 1)), np.tile(self.controller.high, (n, 1)), dtype=np.float32
+        )
+        self._initialize(torch.arange(n))
+        obs = self.get_obs(self.evaluate())
+        if isinstance(obs, dict):
+            self.observation_space = _space(obs)
+        else:
+            self.observation_space = gym.spaces.Box(-np.inf, np.inf, tuple(obs.shape), np.float32)
+
+    # ---- hooks a task fills in --------------------------------------------------------------
+    def _load_scene(self) -> None:
+        """Build every env's objects with `self.world` and the robot with `self._load_agent`."""
+        raise NotImplementedError
+
+    def _initialize_episode(self, env_idx: torch.Tensor, rng: BatchRNG) -> None:
+        """Place objects (and the robot) for the envs in env_idx; draw randomness from rng."""
+        raise NotImplementedError
+
+    def evaluate(self) -> dict[str, torch.Tensor]:
+        """(N,) bool tensors "success" and "fail", plus anything the reward wants."""
+        raise NotImplementedError
+
+    def _extra_obs(self, info: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        return {}
+
+    def compute_dense_reward(self, info: dict[str, torch.Tensor]) -> torch.Tensor:
+        """(N,) float reward in [0, 1]; 1 on success."""
+        return info["success"].float()
+
+    # ---- helpers for tasks ----------------------------------------------------------------
+    def _load_agent(self, root_pose: sapien.Pose) -> Agent:
+        self.agent = Agent(self.world, get_robot(self.robot_uids), root_pose, "robot")
+        return self.agent
+
+    # ---- gymnasium API ----------------------------------------------------------------------
+    def _initialize(self, env_idx: torch.Tensor) -> None:
+        self.rng.idx = env_idx.tolist()
+        self._initialize_episode(env_idx, self.rng)
+        self.elapsed_steps[env_idx] = 0
+
+    def reset(self, *, seed: int | Sequence[int] | None = None, options: dict | None = None):
+        options = options or {}
+        env_idx = options.get("env_idx")
+        env_idx = torch.arange(self.num_envs) if env_idx is None else torch.as_tensor(env_idx, dtype=torch.long).flatten()
+        if seed is not None:
+            seeds = [int(seed) + k for k in range(len(env_idx))] if np.isscalar(seed) else [int(s) for s in seed]
+            if len(seeds) != len(env_idx):
+                raise ValueError(f"reset got {len(seeds)} seeds for {len(env_idx)} envs")
+        else:
+            seeds = [int(s) for s in self._seed_source.integers(0, 2**31 - 1, len(env_idx))]
+        self.rng.seed(env_idx.tolist(), seeds)
+        self.episode_seeds[env_idx] = torch.tensor(seeds, dtype=torch.int64)
+        self._initialize(env_idx)
+        info = self.evaluate()
+        info["elapsed_steps"] = self.elapsed_steps.clone()
+        return self.get_obs(info), info
+
+    def _check_action(self, action) -> torch.Tensor:
+        a = torch.as_tensor(action, dtype=torch.float32)
+        expected = (self.num_envs, self.controller.action_dim)
+        if tuple(a.shape) != expected:
+            raise ValueError(f"action has shape {tuple(a.shape)}; {self.control_mode.value} expects {expected}")
+        if not torch.isfinite(a).all():
+            raise ValueError("action contains NaN or infinite values")
+        return a
+
+    def step(self, action):
+        self.controller.apply(self._check_action(action))
+        for _ in range(self.sim_steps_per_control):
+            self.world.step()
+        self.elapsed_steps += 1
+        info = self.evaluate()
+        info["elapsed_steps"] = self.elapsed_steps.clone()
+        reward = self.compute_dense_reward(info)
+        terminated = info["success"] | info["fail"]
+        truncated = self.elapsed_steps >= self.max_episode_steps
+        return self.get_obs(info), reward, terminated, truncated, info
+
+    # ---- observations -------------------------------------------------------------------------
+    def get_obs_dict(self, info: dict[str, torch.Tensor]) -> dict[str, Any]:
+        return {
+            "agent": {"qpos": self.agent.qpos, "qvel": self.agent.qvel},
+            "extra": self._extra_obs(info),
+        }
+
+    def get_obs(self, info: dict[str, torch.Tensor]):
+        if self.obs_mode is ObsMode.NONE:
+            return torch.zeros(self.num_envs, 0)
+        tree = self.get_obs_dict(info)
+        if self.obs_mode is ObsMode.STATE_DICT:
+            return tree
+        return torch.cat(_flatten(tree), 1)
+
+    # ---- full simulator state ---------------------------------------------------------------
+    def get_state_dict(self) -> dict[str, dict[str, torch.Tensor]]:
+        state = self.world.state_dict()
+        state["task"] = {k: getattr(self, k).clone().float().reshape(self.num_envs, -1) for k in self.task_state}
+        return state
+
+    def set_state_dict(self, state: dict[str, dict[str, torch.Tensor]], env_idx: torch.Tensor | None = None) -> None:
+        self.world.set_state_dict(state, env_idx)
+        idx = slice(None) if env_idx is None else torch.as_tensor(env_idx, dtype=torch.long)
+        for k in self.task_state:
+            getattr(self, k)[idx] = state["task"][k].reshape(getattr(self, k)[idx].shape)
+        self.agent.sync_targets()
+
+    def get_state(self) -> torch.Tensor:
+        """(N, D): every dynamic actor's pose and velocity, each articulation's root pose,
+        velocity, qpos, qvel and drive targets, then the task's own state (e.g. its goal)."""
+        return torch.cat(_flatten(self.get_state_dict()), 1)
+
+    def set_state(self, state: torch.Tensor, env_idx: torch.Tensor | None = None) -> None:
+        """state: (len(env_idx), D) as returned by get_state (rows for the given envs)."""
+        template = self.get_state_dict()
+        state = torch.as_tensor(state, dtype=torch.float32)
+        total = sum(t.shape[1] for t in _flatten(template))
+        if state.ndim != 2 or state.shape[1] != total:
+            raise ValueError(f"state has shape {tuple(state.shape)}; expected (n, {total})")
+        tree, col = {}, 0
+        for group, entries in template.items():
+            tree[group] = {}
+            for name, value in entries.items():
+                width = value.shape[1]
+                tree[group][name] = state[:, col : col + width]
+                col += width
+        self.set_state_dict(tree, env_idx)
+
+    def close(self) -> None:
+        self.world = None

@@ -1,0 +1,103 @@
+"""Batched rigid-body math on torch tensors. Quaternions are (w, x, y, z), poses (..., 7) =
+position (3) + quaternion (4), as SAPIEN stores them. Every function takes leading batch dims."""
+
+from __future__ import annotations
+
+import torch
+
+
+def quat_mul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    aw, ax, ay, az = a.unbind(-1)
+    bw, bx, by, bz = b.unbind(-1)
+    return torch.stack(
+        (
+            aw * bw - ax * bx - ay * by - az * bz,
+            aw * bx + ax * bw + ay * bz - az * by,
+            aw * by - ax * bz + ay * bw + az * bx,
+            aw * bz + ax * by - ay * bx + az * bw,
+        ),
+        -1,
+    )
+
+
+def quat_conj(q: torch.Tensor) -> torch.Tensor:
+    return q * q.new_tensor([1.0, -1.0, -1.0, -1.0])
+
+
+def quat_apply(q: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    """Rotate vectors v (..., 3) by unit quaternions q (..., 4)."""
+    w, xyz = q[..., :1], q[..., 1:]
+    t = 2.0 * torch.cross(xyz, v, dim=-1)
+    return v + w * t + torch.cross(xyz, t, dim=-1)
+
+
+def quat_to_matrix(q: torch.Tensor) -> torch.Tensor:
+    w, x, y, z = q.unbind(-1)
+    return torch.stack(
+        (
+            1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y),
+            2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x),
+            2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y),
+        ),
+        -1,
+    ).reshape(q.shape[:-1] + (3, 3))
+
+
+def matrix_to_quat(m: torch.Tensor) -> torch.Tensor:
+    """Rotation matrices (..., 3, 3) to unit quaternions with w >= 0."""
+    m00, m11, m22 = m[..., 0, 0], m[..., 1, 1], m[..., 2, 2]
+    q = torch.stack(
+        (
+            1 + m00 + m11 + m22,
+            1 + m00 - m11 - m22,
+            1 - m00 + m11 - m22,
+            1 - m00 - m11 + m22,
+        ),
+        -1,
+    ).clamp_min(0).sqrt() * 0.5
+    signs = torch.stack(
+        (
+            torch.ones_like(m00),
+            torch.sign(m[..., 2, 1] - m[..., 1, 2]),
+            torch.sign(m[..., 0, 2] - m[..., 2, 0]),
+            torch.sign(m[..., 1, 0] - m[..., 0, 1]),
+        ),
+        -1,
+    )
+    signs = torch.where(signs == 0, torch.ones_like(signs), signs)
+    q = q * signs
+    return q / q.norm(dim=-1, keepdim=True)
+
+
+def axis_angle_to_quat(v: torch.Tensor) -> torch.Tensor:
+    """Rotation vectors (..., 3) (axis * angle, radians) to quaternions."""
+    angle = v.norm(dim=-1, keepdim=True)
+    half = 0.5 * angle
+    # sin(x/2)/x, with its limit 1/2 near zero
+    scale = torch.where(angle > 1e-8, torch.sin(half) / angle.clamp_min(1e-8), 0.5 - angle * angle / 48)
+    return torch.cat((torch.cos(half), v * scale), -1)
+
+
+def quat_to_axis_angle(q: torch.Tensor) -> torch.Tensor:
+    """Unit quaternions to rotation vectors with angle in [0, pi]."""
+    q = torch.where(q[..., :1] < 0, -q, q)
+    sin_half = q[..., 1:].norm(dim=-1, keepdim=True)
+    angle = 2.0 * torch.atan2(sin_half, q[..., :1])
+    scale = torch.where(sin_half > 1e-8, angle / sin_half.clamp_min(1e-8), 2.0 + sin_half * sin_half / 3)
+    return q[..., 1:] * scale
+
+
+def pose_mul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """Compose poses: a * b (b expressed in a's frame)."""
+    return torch.cat((a[..., :3] + quat_apply(a[..., 3:], b[..., :3]), quat_mul(a[..., 3:], b[..., 3:])), -1)
+
+
+def pose_inv(p: torch.Tensor) -> torch.Tensor:
+    qi = quat_conj(p[..., 3:])
+    return torch.cat((-quat_apply(qi, p[..., :3]), qi), -1)
+
+
+def quat_angle(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """Angle (radians) of the rotation between unit quaternions a and b."""
+    dot = (a * b).sum(-1).abs().clamp(max=1.0)
+    return 2.0 * torch.acos(dot)

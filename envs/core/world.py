@@ -1,0 +1,242 @@
+"""N environments in one SAPIEN CPU PhysX scene, spaced apart on a grid.
+
+docs/PERFORMANCE.md compares this with one SAPIEN scene per env: one scene is faster (one
+PhysX step instead of N) and stays independent because every env sits far from every other,
+with no shape able to reach a neighbour. All poses that leave this module are env-local:
+the env's grid offset is subtracted, so env i sees the same numbers whatever N is.
+
+Entities are registered per env by name; `ActorGroup` and `ArticulationGroup` read and write
+one quantity for all N envs at once as (N, ...) torch tensors.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+import sapien
+import torch
+
+from envs.core.pose import pose_mul
+
+SPACING = 5.0  # metres between neighbouring env origins: no task reaches that far
+ROW = 16  # envs per row; env i's origin depends on i alone, never on N
+
+
+def _idx(env_idx: torch.Tensor | None, n: int) -> list[int]:
+    return list(range(n)) if env_idx is None else env_idx.tolist()
+
+
+class Clock:
+    """Counts changes to the scene; readings are cached until it moves."""
+
+    def __init__(self) -> None:
+        self.version = 0
+
+    def tick(self) -> None:
+        self.version += 1
+
+
+class _Cached:
+    def __init__(self, clock: Clock):
+        self._clock = clock
+        self._cache: dict[str, tuple[int, torch.Tensor]] = {}
+
+    def _cached(self, key: str, read: Callable[[], torch.Tensor]) -> torch.Tensor:
+        hit = self._cache.get(key)
+        if hit is not None and hit[0] == self._clock.version:
+            return hit[1]
+        value = read()
+        self._cache[key] = (self._clock.version, value)
+        return value
+
+
+class ActorGroup(_Cached):
+    """One rigid body per env (dynamic, kinematic or static)."""
+
+    def __init__(self, name: str, entities: list[sapien.Entity], offsets: torch.Tensor, clock: Clock):
+        super().__init__(clock)
+        self.name = name
+        self.entities = entities
+        self.bodies = [e.find_component_by_type(sapien.physx.PhysxRigidBaseComponent) for e in entities]
+        self.dynamic = isinstance(self.bodies[0], sapien.physx.PhysxRigidDynamicComponent)
+        self._offsets = offsets  # (N, 3)
+
+    def pose(self) -> torch.Tensor:  # (N, 7) env-local
+        return self._cached("pose", self._read_pose)
+
+    def _read_pose(self) -> torch.Tensor:
+        raw = np.array([[*p.p, *p.q] for p in (e.get_pose() for e in self.entities)], dtype=np.float32)
+        out = torch.from_numpy(raw)
+        out[:, :3] -= self._offsets
+        return out
+
+    def set_pose(self, pose: torch.Tensor, env_idx: torch.Tensor | None = None) -> None:
+        """pose: (len(env_idx), 7) env-local."""
+        self._clock.tick()
+        pose = pose.detach().cpu().double().numpy()
+        for k, i in enumerate(_idx(env_idx, len(self.entities))):
+            self.entities[i].set_pose(sapien.Pose(pose[k, :3] + self._offsets[i].double().numpy(), pose[k, 3:]))
+
+    def velocity(self) -> torch.Tensor:  # (N, 6) linear, angular
+        return self._cached("velocity", self._read_velocity)
+
+    def _read_velocity(self) -> torch.Tensor:
+        if not self.dynamic:
+            return torch.zeros(len(self.bodies), 6)
+        raw = np.array([[*b.get_linear_velocity(), *b.get_angular_velocity()] for b in self.bodies], dtype=np.float32)
+        return torch.from_numpy(raw)
+
+    def set_velocity(self, vel: torch.Tensor, env_idx: torch.Tensor | None = None) -> None:
+        if not self.dynamic:
+            return
+        self._clock.tick()
+        vel = vel.detach().cpu().double().numpy()
+        for k, i in enumerate(_idx(env_idx, len(self.bodies))):
+            if not self.bodies[i].kinematic:
+                self.bodies[i].set_linear_velocity(vel[k, :3])
+                self.bodies[i].set_angular_velocity(vel[k, 3:])
+
+    def state(self) -> torch.Tensor:  # (N, 13)
+        return torch.cat((self.pose(), self.velocity()), 1)
+
+    def set_state(self, state: torch.Tensor, env_idx: torch.Tensor | None = None) -> None:
+        self.set_pose(state[:, :7], env_idx)
+        self.set_velocity(state[:, 7:13], env_idx)
+
+
+class ArticulationGroup(_Cached):
+    """One articulation per env, all built from the same description."""
+
+    def __init__(self, name: str, articulations: list, offsets: torch.Tensor, clock: Clock):
+        super().__init__(clock)
+        self.name = name
+        self.articulations = articulations
+        self.joints = [a.get_active_joints() for a in articulations]
+        self.dof = articulations[0].dof
+        self.links = [{l.name.split("/", 1)[-1]: l for l in a.links} for a in articulations]
+        self._offsets = offsets
+
+    def _stack(self, getter: Callable) -> torch.Tensor:
+        return torch.from_numpy(np.stack([getter(a) for a in self.articulations]).astype(np.float32))
+
+    def qpos(self) -> torch.Tensor:  # (N, dof)
+        return self._cached("qpos", lambda: self._stack(lambda a: a.get_qpos()))
+
+    def qvel(self) -> torch.Tensor:  # (N, dof)
+        return self._cached("qvel", lambda: self._stack(lambda a: a.get_qvel()))
+
+    def set_qpos(self, qpos: torch.Tensor, env_idx: torch.Tensor | None = None) -> None:
+        self._clock.tick()
+        q = qpos.detach().cpu().numpy().astype(np.float32)
+        for k, i in enumerate(_idx(env_idx, len(self.articulations))):
+            self.articulations[i].set_qpos(q[k])
+
+    def set_qvel(self, qvel: torch.Tensor, env_idx: torch.Tensor | None = None) -> None:
+        self._clock.tick()
+        q = qvel.detach().cpu().numpy().astype(np.float32)
+        for k, i in enumerate(_idx(env_idx, len(self.articulations))):
+            self.articulations[i].set_qvel(q[k])
+
+    def drive_targets(self) -> torch.Tensor:  # (N, dof)
+        return torch.tensor([[j.get_drive_target()[0] for j in js] for js in self.joints], dtype=torch.float32)
+
+    def drive_velocity_targets(self) -> torch.Tensor:  # (N, dof)
+        return torch.tensor([[j.get_drive_velocity_target()[0] for j in js] for js in self.joints], dtype=torch.float32)
+
+    def set_drive_targets(
+        self, targets: torch.Tensor, env_idx: torch.Tensor | None = None, joints: list[int] | None = None
+    ) -> None:
+        """targets: (len(env_idx), len(joints)); joints are indices into the active joints."""
+        t = targets.detach().cpu().tolist()
+        cols = list(range(self.dof)) if joints is None else joints
+        for k, i in enumerate(_idx(env_idx, len(self.articulations))):
+            js = self.joints[i]
+            for c, v in zip(cols, t[k]):
+                js[c].set_drive_target(v)
+
+    def set_drive_velocity_targets(
+        self, targets: torch.Tensor, env_idx: torch.Tensor | None = None, joints: list[int] | None = None
+    ) -> None:
+        t = targets.detach().cpu().tolist()
+        cols = list(range(self.dof)) if joints is None else joints
+        for k, i in enumerate(_idx(env_idx, len(self.articulations))):
+            js = self.joints[i]
+            for c, v in zip(cols, t[k]):
+                js[c].set_drive_velocity_target(v)
+
+    def root_pose(self) -> torch.Tensor:  # (N, 7) env-local
+        raw = np.array([[*p.p, *p.q] for p in (a.get_root_pose() for a in self.articulations)], dtype=np.float32)
+        out = torch.from_numpy(raw)
+        out[:, :3] -= self._offsets
+        return out
+
+    def link_pose(self, link: str) -> torch.Tensor:  # (N, 7) env-local
+        raw = np.array([[*p.p, *p.q] for p in (ls[link].get_entity_pose() for ls in self.links)], dtype=np.float32)
+        out = torch.from_numpy(raw)
+        out[:, :3] -= self._offsets
+        return out
+
+    def state(self) -> torch.Tensor:
+        """(N, 13 + 3 dof): root pose (7), root velocity (6), qpos, qvel, drive targets."""
+        return torch.cat(
+            (self.root_pose(), torch.zeros(len(self.articulations), 6), self.qpos(), self.qvel(), self.drive_targets()), 1
+        )
+
+    def set_state(self, state: torch.Tensor, env_idx: torch.Tensor | None = None) -> None:
+        d = self.dof
+        self.set_qpos(state[:, 13 : 13 + d], env_idx)
+        self.set_qvel(state[:, 13 + d : 13 + 2 * d], env_idx)
+        self.set_drive_targets(state[:, 13 + 2 * d : 13 + 3 * d], env_idx)
+
+
+class BatchedWorld:
+    """Owns the PhysX scene and every per-env entity, in creation order."""
+
+    def __init__(self, num_envs: int, sim_freq: int):
+        self.num_envs = num_envs
+        self.scene = sapien.Scene([sapien.physx.PhysxCpuSystem()])
+        self.scene.set_timestep(1.0 / sim_freq)
+        self.offsets = torch.tensor(
+            [[(i % ROW) * SPACING, (i // ROW) * SPACING, 0.0] for i in range(num_envs)], dtype=torch.float32
+        )
+        self.clock = Clock()
+        self.actors: dict[str, ActorGroup] = {}
+        self.articulations: dict[str, ArticulationGroup] = {}
+
+    def world_pose(self, i: int, local: sapien.Pose) -> sapien.Pose:
+        return sapien.Pose(local.p + self.offsets[i].numpy(), local.q)
+
+    def add_actor(self, name: str, build: Callable[[sapien.Scene, int], sapien.Entity], local_pose: sapien.Pose) -> ActorGroup:
+        """`build(scene, i)` builds env i's entity; it is then placed at `local_pose` in env i."""
+        entities = []
+        for i in range(self.num_envs):
+            entity = build(self.scene, i)
+            entity.set_pose(self.world_pose(i, local_pose))
+            entities.append(entity)
+        group = ActorGroup(name, entities, self.offsets, self.clock)
+        self.actors[name] = group
+        return group
+
+    def add_articulation(self, name: str, build: Callable[[sapien.Scene, int, sapien.Pose], object], local_pose: sapien.Pose) -> ArticulationGroup:
+        arts = [build(self.scene, i, self.world_pose(i, local_pose)) for i in range(self.num_envs)]
+        group = ArticulationGroup(name, arts, self.offsets, self.clock)
+        self.articulations[name] = group
+        return group
+
+    def step(self) -> None:
+        self.scene.step()
+        self.clock.tick()
+
+    def state_dict(self) -> dict[str, dict[str, torch.Tensor]]:
+        """Every dynamic actor's (N, 13) and every articulation's (N, 13 + 3 dof) state."""
+        return {
+            "actors": {n: a.state() for n, a in self.actors.items() if a.dynamic},
+            "articulations": {n: a.state() for n, a in self.articulations.items()},
+        }
+
+    def set_state_dict(self, state: dict[str, dict[str, torch.Tensor]], env_idx: torch.Tensor | None = None) -> None:
+        for n, s in state["actors"].items():
+            self.actors[n].set_state(s, env_idx)
+        for n, s in state["articulations"].items():
+            self.articulations[n].set_state(s, env_idx)

@@ -1,0 +1,40 @@
+"""The modes a user picks by name. Strings are parsed once, at the boundary, into these Enums."""
+
+from __future__ import annotations
+
+import enum
+from typing import TypeVar
+
+E = TypeVar("E", bound=enum.Enum)
+
+
+class ObsMode(enum.Enum):
+    NONE = "none"
+    STATE = "state"
+    STATE_DICT = "state_dict"
+
+
+class ControlMode(enum.Enum):
+    PD_JOINT_POS = "pd_joint_pos"
+    PD_JOINT_DELTA_POS = "pd_joint_delta_pos"
+    PD_JOINT_VEL = "pd_joint_vel"
+    PD_EE_DELTA_POS = "pd_ee_delta_pos"
+    PD_EE_DELTA_POSE = "pd_ee_delta_pose"
+    PD_EE_POSE = "pd_ee_pose"
+
+
+class SimBackend(enum.Enum):
+    """Only SAPIEN's CPU PhysX is built and tested; the batched API is backend-neutral."""
+
+    PHYSX_CPU = "physx_cpu"
+
+
+def parse_mode(kind: type[E], value: str | E, what: str) -> E:
+    """`value` as a member of `kind`, or a ValueError naming the allowed values."""
+    if isinstance(value, kind):
+        return value
+    try:
+        return kind(value)
+    except ValueError:
+        allowed = ", ".join(m.value for m in kind)
+        raise ValueError(f"unknown {what} {value!r}; allowed: {allowed}") from None

@@ -1,0 +1,88 @@
+"""What the core needs to know about a robot, and the registry `robot_uids` is looked up in.
+
+A robot is one file that calls `register_robot(RobotSpec(...))`: its URDF/SRDF, which joints
+form the arm and the gripper, its TCP link, drive gains, keyframes and gripper range. Tasks and
+controllers only use these accessors, never joint indices of their own.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+
+from envs.robots.urdf import RobotModel, load_urdf
+
+ASSETS = Path(__file__).parent / "assets"
+
+
+@dataclass(frozen=True)
+class Drive:
+    stiffness: float
+    damping: float
+    force_limit: float
+
+
+@dataclass(frozen=True)
+class RobotSpec:
+    uid: str
+    urdf: Path
+    srdf: Path
+    arm_joints: tuple[str, ...]
+    gripper_joints: tuple[str, ...]
+    tcp_link: str
+    arm_drive: Drive
+    gripper_drive: Drive
+    gripper_limits: tuple[float, float]  # target of every gripper joint when closed / open
+    keyframes: dict[str, tuple[float, ...]] = field(default_factory=dict)  # name -> full qpos
+    # delta controllers: one unit of normalised action moves this far per control step
+    joint_delta: float = 0.1  # rad
+    ee_delta_pos: float = 0.1  # m
+    ee_delta_rot: float = 0.1  # rad
+    joint_vel: float = 1.0  # rad/s for pd_joint_vel
+
+    @cached_property
+    def model(self) -> RobotModel:
+        return load_urdf(self.urdf)
+
+    @property
+    def rest_qpos(self) -> tuple[float, ...]:
+        return self.keyframes["rest"]
+
+    @property
+    def active_joint_names(self) -> list[str]:
+        return [j.name for j in self.model.active_joints]
+
+    @property
+    def arm_indices(self) -> list[int]:
+        names = self.active_joint_names
+        return [names.index(n) for n in self.arm_joints]
+
+    @property
+    def gripper_indices(self) -> list[int]:
+        names = self.active_joint_names
+        return [names.index(n) for n in self.gripper_joints]
+
+
+_ROBOTS: dict[str, RobotSpec] = {}
+
+
+def register_robot(spec: RobotSpec) -> RobotSpec:
+    names = spec.active_joint_names
+    missing = [j for j in spec.arm_joints + spec.gripper_joints if j not in names]
+    if missing:
+        raise ValueError(f"robot {spec.uid}: joints {missing} are not in {spec.urdf.name}")
+    if len(spec.rest_qpos) != len(names):
+        raise ValueError(f"robot {spec.uid}: rest keyframe has {len(spec.rest_qpos)} values, robot has {len(names)} joints")
+    _ROBOTS[spec.uid] = spec
+    return spec
+
+
+def get_robot(uid: str) -> RobotSpec:
+    if uid not in _ROBOTS:
+        raise ValueError(f"unknown robot {uid!r}; allowed: {', '.join(sorted(_ROBOTS))}")
+    return _ROBOTS[uid]
+
+
+def robot_uids() -> list[str]:
+    return sorted(_ROBOTS)

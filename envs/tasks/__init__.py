@@ -1,0 +1,3 @@
+"""Every task module registers its env id on import."""
+
+from envs.tasks import pick_cube  # noqa: F401
