@@ -1,10 +1,12 @@
 """End-effector arm controllers: a TCP target in the robot's root frame, turned into joint
 targets by batched damped least-squares IK (envs/robots/kinematics.py), started from the
-current joint positions.
+current joint targets.
 
 Frame conventions: positions and rotation vectors are expressed in the robot root frame.
-Delta modes move from the *current* TCP pose: the translation is added in the root frame and the
-rotation (axis-angle, root-frame axes) turns the TCP about its own origin.
+Delta modes move from the TCP pose of the current joint *targets* (where the arm is heading,
+not where it lags behind its PD drive), so consecutive steps add up exactly and a zero action
+holds the arm still. The translation is added in the root frame; the rotation (axis-angle,
+root-frame axes) turns the TCP about its own origin.
 """
 
 from __future__ import annotations
@@ -23,8 +25,11 @@ class _EEController(ArmController):
 
     def _solve(self, target: torch.Tensor) -> None:
         a = self.agent
-        q = a.kinematics.ik(target, a.arm_qpos, pos_only=self.pos_only)
+        q = a.kinematics.ik(target, a.targets[:, a.arm], pos_only=self.pos_only)
         a.set_targets(a.arm, q)
+
+    def _target_tcp(self) -> torch.Tensor:  # (N, 7) root frame
+        return self.agent.tcp_pose_root(self.agent.targets)
 
 
 class PDEEDeltaPos(_EEController):
@@ -41,8 +46,7 @@ class PDEEDeltaPos(_EEController):
         return np.ones(3, dtype=np.float32)
 
     def apply(self, action: torch.Tensor) -> None:
-        cur = self.agent.tcp_pose_root()
-        target = cur.clone()
+        target = self._target_tcp().clone()
         target[:, :3] += action * self.agent.spec.ee_delta_pos
         self._solve(target)
 
@@ -60,7 +64,7 @@ class PDEEDeltaPose(_EEController):
 
     def apply(self, action: torch.Tensor) -> None:
         spec = self.agent.spec
-        cur = self.agent.tcp_pose_root()
+        cur = self._target_tcp()
         pos = cur[:, :3] + action[:, :3] * spec.ee_delta_pos
         rot = quat_mul(axis_angle_to_quat(action[:, 3:] * spec.ee_delta_rot), cur[:, 3:])
         self._solve(torch.cat((pos, rot), 1))

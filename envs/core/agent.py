@@ -74,8 +74,8 @@ class Agent:
         return self.kinematics.tcp_pose(q[:, self.arm])
 
     @property
-    def tcp_pose(self) -> torch.Tensor:  # (N, 7) env-local
-        return pose_mul(self.root_pose, self.tcp_pose_root())
+    def tcp_pose(self) -> torch.Tensor:  # (N, 7) env-local, cached until the scene changes
+        return self.group.cached("tcp_pose", lambda: pose_mul(self.root_pose, self.tcp_pose_root()))
 
     def is_static(self, threshold: float = 0.2) -> torch.Tensor:  # (N,) bool
         return self.qvel[:, self.arm].abs().max(1).values <= threshold

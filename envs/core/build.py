@@ -60,7 +60,8 @@ def build_articulation(
     visual: bool = False,
     material=None,
 ) -> sapien.physx.PhysxArticulation:
-    """One fixed-base articulation; robot links never collide with each other."""
+    """One fixed-base articulation; robot links never collide with each other and feel no gravity
+    (as with a real arm's gravity compensation: a zero command holds the arm where it is)."""
     ab = scene.create_articulation_builder()
     builders = {}
     parent_joint = {j.child: j for j in model.joints}
@@ -90,4 +91,6 @@ def build_articulation(
     ab.set_initial_pose(root_pose)
     articulation = ab.build(fix_root_link=True)
     articulation.set_name(name)
+    for link in articulation.links:
+        link.disable_gravity = True
     return articulation

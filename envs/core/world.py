@@ -42,7 +42,7 @@ class _Cached:
         self._clock = clock
         self._cache: dict[str, tuple[int, torch.Tensor]] = {}
 
-    def _cached(self, key: str, read: Callable[[], torch.Tensor]) -> torch.Tensor:
+    def cached(self, key: str, read: Callable[[], torch.Tensor]) -> torch.Tensor:
         hit = self._cache.get(key)
         if hit is not None and hit[0] == self._clock.version:
             return hit[1]
@@ -63,7 +63,7 @@ class ActorGroup(_Cached):
         self._offsets = offsets  # (N, 3)
 
     def pose(self) -> torch.Tensor:  # (N, 7) env-local
-        return self._cached("pose", self._read_pose)
+        return self.cached("pose", self._read_pose)
 
     def _read_pose(self) -> torch.Tensor:
         raw = np.array([[*p.p, *p.q] for p in (e.get_pose() for e in self.entities)], dtype=np.float32)
@@ -79,7 +79,7 @@ class ActorGroup(_Cached):
             self.entities[i].set_pose(sapien.Pose(pose[k, :3] + self._offsets[i].double().numpy(), pose[k, 3:]))
 
     def velocity(self) -> torch.Tensor:  # (N, 6) linear, angular
-        return self._cached("velocity", self._read_velocity)
+        return self.cached("velocity", self._read_velocity)
 
     def _read_velocity(self) -> torch.Tensor:
         if not self.dynamic:
@@ -121,10 +121,10 @@ class ArticulationGroup(_Cached):
         return torch.from_numpy(np.stack([getter(a) for a in self.articulations]).astype(np.float32))
 
     def qpos(self) -> torch.Tensor:  # (N, dof)
-        return self._cached("qpos", lambda: self._stack(lambda a: a.get_qpos()))
+        return self.cached("qpos", lambda: self._stack(lambda a: a.get_qpos()))
 
     def qvel(self) -> torch.Tensor:  # (N, dof)
-        return self._cached("qvel", lambda: self._stack(lambda a: a.get_qvel()))
+        return self.cached("qvel", lambda: self._stack(lambda a: a.get_qvel()))
 
     def set_qpos(self, qpos: torch.Tensor, env_idx: torch.Tensor | None = None) -> None:
         self._clock.tick()

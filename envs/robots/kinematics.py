@@ -27,55 +27,53 @@ class ChainKinematics:
     def __init__(self, model: RobotModel, tip: str, arm_indices: list[int]):
         active = [j.name for j in model.active_joints]
         chain = model.chain_to(tip)
-        self._steps: list[tuple[str, torch.Tensor, torch.Tensor | None, torch.Tensor | None, int]] = []
-        pending = np.eye(4)
         moving = [j for j in chain if j.kind != "fixed"]
         if [active.index(j.name) for j in moving] != list(arm_indices):
             raise ValueError(f"arm joints {arm_indices} are not the moving joints on the chain to {tip}")
         self.arm_indices = list(arm_indices)
+        # each moving joint i: fixed transform origins[i] (from the previous moving joint's frame),
+        # then its own motion about/along axes[i]; tail: fixed transform from the last one to the tip
+        origins, axes, pending = [], [], np.eye(4)
         for joint in chain:
             pending = pending @ joint.origin.matrix()
-            if joint.kind == "fixed":
-                continue
-            axis = np.asarray(joint.axis, dtype=float)
-            axis /= np.linalg.norm(axis)
-            k = _skew(axis)
-            self._steps.append(
-                (joint.kind, torch.tensor(pending), torch.tensor(k), torch.tensor(k @ k), torch.tensor(axis))
-            )
-            pending = np.eye(4)
+            if joint.kind != "fixed":
+                origins.append(pending)
+                axis = np.asarray(joint.axis, dtype=float)
+                axes.append(axis / np.linalg.norm(axis))
+                pending = np.eye(4)
+        self._origins = torch.tensor(np.array(origins))  # (n, 4, 4)
+        self._axes = torch.tensor(np.array(axes))  # (n, 3)
+        self._k = torch.tensor(np.array([_skew(a) for a in axes]))  # (n, 3, 3)
+        self._k2 = self._k @ self._k
+        self._prismatic = torch.tensor([j.kind == "prismatic" for j in moving])
         self._tail = torch.tensor(pending)
         self.lower = torch.tensor([j.lower for j in moving])
         self.upper = torch.tensor([j.upper for j in moving])
 
     def _forward(self, q_arm: torch.Tensor, with_jacobian: bool):
         """q_arm: (N, n) float64. Returns the tip transform (N, 4, 4) and optionally J (N, 6, n)."""
-        n = q_arm.shape[0]
-        t = torch.eye(4, dtype=torch.float64).expand(n, 4, 4)
-        axes, origins = [], []
-        for i, (kind, origin, k, k2, axis) in enumerate(self._steps):
-            t = t @ origin
-            qi = q_arm[:, i, None, None]
-            m = torch.eye(4, dtype=torch.float64).repeat(n, 1, 1)
-            if kind == "prismatic":
-                m[:, :3, 3] = qi[:, :, 0] * axis
-            else:
-                m[:, :3, :3] += torch.sin(qi) * k + (1 - torch.cos(qi)) * k2
-            if with_jacobian:
-                axes.append((t[:, :3, :3] @ axis)[:, :, None].squeeze(-1))
-                origins.append(t[:, :3, 3])
-            t = t @ m
+        n, dof = q_arm.shape
+        qq = q_arm[:, :, None, None]
+        motion = torch.eye(4, dtype=torch.float64).repeat(n, dof, 1, 1)  # (N, n, 4, 4)
+        revolute = torch.eye(3, dtype=torch.float64) + torch.sin(qq) * self._k + (1 - torch.cos(qq)) * self._k2
+        motion[:, :, :3, :3] = torch.where(self._prismatic[None, :, None, None], motion[:, :, :3, :3], revolute)
+        motion[:, :, :3, 3] = torch.where(self._prismatic[None, :, None], q_arm[:, :, None] * self._axes, 0.0)
+        frames = []  # joint frames (after each origin, before the motion)
+        t = self._origins[0].expand(n, 4, 4)
+        for i in range(dof):
+            frames.append(t)
+            t = frames[-1] @ motion[:, i]
+            if i + 1 < dof:
+                t = t @ self._origins[i + 1]
         t = t @ self._tail
         if not with_jacobian:
             return t, None
-        p = t[:, :3, 3]
-        cols = []
-        for (kind, *_), z, o in zip(self._steps, axes, origins):
-            if kind == "prismatic":
-                cols.append(torch.cat((z, torch.zeros_like(z)), 1))
-            else:
-                cols.append(torch.cat((torch.cross(z, p - o, dim=1), z), 1))
-        return t, torch.stack(cols, 2)
+        frames = torch.stack(frames, 1)  # (N, n, 4, 4)
+        z = (frames[:, :, :3, :3] @ self._axes[None, :, :, None])[..., 0]  # (N, n, 3) joint axes
+        lever = t[:, None, :3, 3] - frames[:, :, :3, 3]
+        linear = torch.where(self._prismatic[None, :, None], z, torch.cross(z, lever, dim=2))
+        angular = torch.where(self._prismatic[None, :, None], torch.zeros_like(z), z)
+        return t, torch.cat((linear, angular), 2).transpose(1, 2)
 
     def tcp_pose(self, q_arm: torch.Tensor) -> torch.Tensor:
         """(N, n) arm joint positions -> (N, 7) TCP pose in the root frame."""

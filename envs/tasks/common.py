@@ -10,18 +10,23 @@ TABLE_HALF = (0.6, 0.6, 0.02)  # the table top is the env's z = 0 plane
 ROBOT_ROOT = sapien.Pose([-0.615, 0.0, 0.0])  # robot base at the table's back edge, facing +x
 
 
+FLOOR_Z = -0.92
+FLOOR_HALF = (2.0, 2.0, 0.01)  # a finite floor per env: an infinite plane would pair with every body
+
+
 def build_table(world: BatchedWorld, visual: bool = False) -> ActorGroup:
+    """The table (top at z = 0) and, under it, the env's floor."""
+
     def build(scene: sapien.Scene, i: int) -> sapien.Entity:
         b = scene.create_actor_builder()
         b.add_box_collision(half_size=list(TABLE_HALF))
+        floor = sapien.Pose([0, 0, FLOOR_Z - FLOOR_HALF[2] + TABLE_HALF[2]])
+        b.add_box_collision(floor, half_size=list(FLOOR_HALF))
         if visual:
             b.add_box_visual(half_size=list(TABLE_HALF), material=sapien.render.RenderMaterial(base_color=[0.55, 0.42, 0.3, 1]))
+            b.add_box_visual(floor, half_size=list(FLOOR_HALF), material=sapien.render.RenderMaterial(base_color=[0.4, 0.4, 0.42, 1]))
         return b.build_static(name=f"table_{i}")
 
-    if not any(True for _ in world.scene.get_entities() if _.name == "ground"):
-        ground = world.scene.create_actor_builder()
-        ground.add_plane_collision(sapien.Pose([0, 0, -0.92], [0.7071068, 0, -0.7071068, 0]))
-        ground.build_static(name="ground")
     return world.add_actor("table", build, sapien.Pose([0, 0, -TABLE_HALF[2]]))
 
 
