@@ -18,13 +18,13 @@ from envs.robots.kinematics import ChainKinematics
 
 
 class Agent:
-    def __init__(self, world: BatchedWorld, spec: RobotSpec, root_pose: sapien.Pose, name: str, visual: bool = False):
+    def __init__(self, world: BatchedWorld, spec: RobotSpec, root_pose: sapien.Pose, name: str):
         self.spec = spec
         self.name = name
         model = spec.model
 
         def build(scene: sapien.Scene, i: int, pose: sapien.Pose):
-            return build_articulation(scene, model, pose, f"{name}_{i}", visual=visual)
+            return build_articulation(scene, model, pose, f"{name}_{i}", visual=world.visual)
 
         self.group: ArticulationGroup = world.add_articulation(name, build, root_pose)
         self.num_envs = world.num_envs

@@ -193,8 +193,9 @@ class ArticulationGroup(_Cached):
 class BatchedWorld:
     """Owns the PhysX scene and every per-env entity, in creation order."""
 
-    def __init__(self, num_envs: int, sim_freq: int):
+    def __init__(self, num_envs: int, sim_freq: int, visual: bool = False):
         self.num_envs = num_envs
+        self.visual = visual  # build visual shapes (needs a render system and a Vulkan device)
         self.scene = sapien.Scene([sapien.physx.PhysxCpuSystem()])
         self.scene.set_timestep(1.0 / sim_freq)
         self.offsets = torch.tensor(
