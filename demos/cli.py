@@ -1,11 +1,156 @@
-"""`demos`: motion-planned demonstrations (generation lands with the demos issue)."""
+"""`demos`: motion-planned demonstrations.
 
+    demos generate TASK --n N [--out PATH] [--seed S] [--num-envs B] [--workers W]
+                   [--control-mode pd_joint_pos] [--obs-mode none|state]
+                   [--only-success | --keep-failures] [--resume | --overwrite] [--shard i/K]
+    demos list
+    demos info FILE
+    demos verify FILE [--num-envs B]
+    demos merge OUT IN [IN ...] [--overwrite]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
 import sys
+from pathlib import Path
+
+
+def _shard(text: str) -> tuple[int, int]:
+    try:
+        i, k = text.split("/")
+        return int(i), int(k)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected i/K, e.g. 0/4, got {text!r}") from None
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="demos", description="Motion-planned demonstrations stored as HDF5.")
+    sub = p.add_subparsers(dest="command", required=True)
+    g = sub.add_parser("generate", help="plan and record demonstrations")
+    g.add_argument("task", help="task id, e.g. PickCube or PickCube-v1")
+    g.add_argument("--n", type=int, required=True, help="demonstrations to save")
+    g.add_argument("--out", type=Path, help="output .h5 (default out/TASK.motionplanning.CONTROL.h5)")
+    g.add_argument("--seed", type=int, default=0, help="first seed")
+    g.add_argument("--num-envs", type=int, default=16, help="envs run together in one batch")
+    g.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="planner processes")
+    g.add_argument("--control-mode", default="pd_joint_pos")
+    g.add_argument("--obs-mode", default="none", help="none or state (render images later with replay convert)")
+    g.add_argument("--robot-uids", default="panda")
+    keep = g.add_mutually_exclusive_group()
+    keep.add_argument("--only-success", dest="only_success", action="store_true", default=True, help="save successes only (default)")
+    keep.add_argument("--keep-failures", dest="only_success", action="store_false", help="save failed attempts too")
+    mode = g.add_mutually_exclusive_group()
+    mode.add_argument("--resume", action="store_true", help="continue an interrupted run's file")
+    mode.add_argument("--overwrite", action="store_true", help="replace an existing file")
+    g.add_argument("--shard", type=_shard, default=(0, 1), help="i/K: this machine's part of the seed space")
+    sub.add_parser("list", help="tasks with a solution and their robots")
+    i = sub.add_parser("info", help="summary of a demonstration file")
+    i.add_argument("file", type=Path)
+    v = sub.add_parser("verify", help="replay every episode's actions and count reproduced successes")
+    v.add_argument("file", type=Path)
+    v.add_argument("--num-envs", type=int, default=16)
+    m = sub.add_parser("merge", help="join files of one task, renumbering episodes")
+    m.add_argument("out", type=Path)
+    m.add_argument("inputs", type=Path, nargs="+")
+    m.add_argument("--overwrite", action="store_true")
+    return p
+
+
+def _generate(args) -> int:
+    from tqdm import tqdm
+
+    from demos.generate import GenerateConfig, generate
+
+    cfg = GenerateConfig(
+        task=args.task, n=args.n, out=args.out, seed=args.seed, num_envs=args.num_envs, workers=args.workers,
+        control_mode=args.control_mode, obs_mode=args.obs_mode, robot_uids=args.robot_uids,
+        only_success=args.only_success, resume=args.resume, overwrite=args.overwrite, shard=args.shard,
+    )
+    bar = tqdm(total=cfg.n, unit="demo", dynamic_ncols=True, desc=cfg.env_id)
+    start = [None]
+
+    def update(p) -> None:
+        if start[0] is None:
+            start[0] = p.saved - (p.successes if cfg.only_success else p.attempts)
+        bar.n = p.saved
+        rate = p.successes / max(p.attempts, 1)
+        bar.set_postfix_str(f"success {rate:.1%}, {(p.saved - start[0]) / max(p.elapsed, 1e-9):.1f} demos/s", refresh=True)
+
+    try:
+        p = generate(cfg, update)
+    except KeyboardInterrupt:
+        bar.close()
+        print(f"interrupted: committed episodes are in {cfg.out}; continue with --resume", file=sys.stderr)
+        return 130
+    bar.close()
+    made = p.successes if cfg.only_success else p.attempts
+    print(
+        f"{cfg.env_id}: {p.saved} demos in {cfg.out} | this run: {p.attempts} attempts, "
+        f"{p.successes / max(p.attempts, 1):.1%} success, {p.elapsed:.1f} s, {min(made, cfg.n) / max(p.elapsed, 1e-9):.2f} demos/s"
+    )
+    return 0
+
+
+def _list(args) -> int:
+    from demos.solutions import SOLUTIONS
+
+    for env_id, sol in sorted(SOLUTIONS.items()):
+        print(f"{env_id:24s} robots: {', '.join(sol.robots)}")
+    return 0
+
+
+def _info(args) -> int:
+    import numpy as np
+
+    from replay.trajectory import read_meta
+
+    meta = read_meta(args.file)
+    eps = meta["episodes"]
+    lengths = np.array([e["elapsed_steps"] for e in eps]) if eps else np.zeros(0)
+    size = args.file.stat().st_size
+    info = meta["env_info"]
+    print(f"file        {args.file} ({size / 2**20:.2f} MiB, {size / max(len(eps), 1) / 1024:.1f} KiB per episode)")
+    print(f"env         {info['env_id']}  kwargs {info['env_kwargs']}  max_episode_steps {info.get('max_episode_steps')}")
+    print(f"source      {meta.get('source_type', '?')}")
+    print(f"episodes    {len(eps)}  success {sum(e['success'] for e in eps) / max(len(eps), 1):.1%}")
+    if len(lengths):
+        q = np.percentile(lengths, [0, 25, 50, 75, 100])
+        print(f"length      min {q[0]:.0f}  p25 {q[1]:.0f}  median {q[2]:.0f}  p75 {q[3]:.0f}  max {q[4]:.0f}  mean {lengths.mean():.1f}")
+    return 0
+
+
+def _verify(args) -> int:
+    from replay.verify import verify_file
+
+    ok, total, failed = verify_file(args.file, args.num_envs)
+    print(f"{args.file}: {ok}/{total} episodes reproduce success ({ok / max(total, 1):.1%})")
+    if failed:
+        print(f"not reproduced: episode ids {failed[:20]}{' ...' if len(failed) > 20 else ''}")
+    return 0
+
+
+def _merge(args) -> int:
+    from replay.ops import merge_files
+
+    if args.out.exists() and not args.overwrite:
+        raise ValueError(f"{args.out} exists: pass --overwrite to replace it")
+    if args.out.resolve() in {p.resolve() for p in args.inputs}:
+        raise ValueError("the output must not be one of the inputs")
+    n = merge_files(args.inputs, args.out)
+    print(f"{args.out}: {n} episodes from {len(args.inputs)} files")
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
-    print("error: `demos` has no commands yet: demonstration generation is not built yet", file=sys.stderr)
-    return 2
+    args = _parser().parse_args(argv)
+    commands = {"generate": _generate, "list": _list, "info": _info, "verify": _verify, "merge": _merge}
+    try:
+        return commands[args.command](args)
+    except (ValueError, OSError, RuntimeError) as e:  # TrajectoryError is a ValueError
+        print(f"error: {e}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -33,6 +33,7 @@ class PickCubeEnv(BaseEnv):
     def _load_scene(self) -> None:
         build_table(self.world)
         self.cube = build_box(self.world, "cube", (CUBE_HALF,) * 3, (0.85, 0.15, 0.1, 1))
+        self.cube_half_size = torch.full((3,), CUBE_HALF)
         self._load_agent(ROBOT_ROOT)
         self.goal_pos = torch.zeros(self.num_envs, 3)
 

@@ -1,0 +1,78 @@
+"""Grasps from an object's oriented bounding box, through a robot-specific grasp adapter.
+
+A grasp is first built in a robot-neutral "grasp frame": origin at the grasp point, z along the
+approach direction (into the object), y along the closing direction of the fingers. The
+robot's adapter maps that frame to its TCP pose. Candidates are the box's symmetric
+orientations; the one closest to the robot's rest TCP orientation is chosen, which keeps the
+wrist away from its joint limits.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from envs.core.pose import matrix_to_quat, quat_angle, quat_apply, quat_conj, quat_mul, quat_to_matrix
+
+
+@dataclass(frozen=True)
+class GraspAdapter:
+    """How a robot's TCP frame relates to the grasp frame, and what its gripper can hold."""
+
+    tcp_from_grasp: tuple[float, float, float, float]  # quaternion: grasp frame -> TCP frame
+    max_width: float  # widest object the open fingers admit (m)
+
+
+# Panda: the TCP frame is the grasp frame (z out of the gripper, fingers close along y).
+ADAPTERS: dict[str, GraspAdapter] = {"panda": GraspAdapter((1.0, 0.0, 0.0, 0.0), 0.08)}
+
+
+def adapter_for(robot_uid: str) -> GraspAdapter:
+    if robot_uid not in ADAPTERS:
+        raise ValueError(f"no grasp adapter for robot {robot_uid!r}; robots with one: {', '.join(sorted(ADAPTERS))}")
+    return ADAPTERS[robot_uid]
+
+
+def _frame(z: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """Quaternions of frames with the given z and (orthogonalised) y axes; (k, 3) each."""
+    z = z / z.norm(dim=1, keepdim=True)
+    y = y - (y * z).sum(1, keepdim=True) * z
+    y = y / y.norm(dim=1, keepdim=True)
+    x = torch.cross(y, z, dim=1)
+    return matrix_to_quat(torch.stack((x, y, z), 2))
+
+
+def top_down_grasp(
+    obj_pose: torch.Tensor, half_size: torch.Tensor, adapter: GraspAdapter, reference_q: torch.Tensor, depth: float = 0.0
+) -> torch.Tensor:
+    """TCP poses (k, 7) grasping boxes from above, across their narrower horizontal side that fits.
+
+    obj_pose (k, 7), half_size (k, 3) in the object frame; reference_q (k, 4) the TCP orientation
+    to stay close to. The grasp point is the box centre raised by `depth` (m)."""
+    k = obj_pose.shape[0]
+    rot = quat_to_matrix(obj_pose[:, 3:])  # columns: object axes in the env frame
+    down = torch.tensor([0.0, 0.0, -1.0]).expand(k, 3)
+    best, best_angle = None, None
+    for axis in (0, 1):
+        width = 2 * half_size[:, axis]
+        closing = rot[:, :, axis]
+        for sign in (1.0, -1.0):
+            q = quat_mul(_frame(down, sign * closing), torch.tensor(adapter.tcp_from_grasp).expand(k, 4))
+            angle = quat_angle(q, reference_q)
+            angle = torch.where(width <= adapter.max_width - 0.005, angle, torch.full_like(angle, 1e3))
+            if best is None:
+                best, best_angle = q, angle
+            else:
+                take = angle < best_angle
+                best = torch.where(take[:, None], q, best)
+                best_angle = torch.where(take, angle, best_angle)
+    centre = obj_pose[:, :3] + torch.tensor([0.0, 0.0, depth])
+    return torch.cat((centre, best), 1)
+
+
+def offset_along_approach(tcp_pose: torch.Tensor, distance: float, adapter: GraspAdapter) -> torch.Tensor:
+    """The TCP pose moved back `distance` (m) against the approach direction (pre-grasp)."""
+    grasp_q = quat_mul(tcp_pose[:, 3:], quat_conj(torch.tensor(adapter.tcp_from_grasp)).expand(tcp_pose.shape[0], 4))
+    approach = quat_apply(grasp_q, torch.tensor([0.0, 0.0, 1.0]).expand(tcp_pose.shape[0], 3))
+    return torch.cat((tcp_pose[:, :3] - distance * approach, tcp_pose[:, 3:]), 1)

@@ -1,0 +1,198 @@
+"""Runs a solution in a batched env: every stage plans for all running envs at once (in the
+planner processes), then executes all plans together.
+
+Envs whose plan is shorter than the longest are restored, at the stage's end, to the state they
+reached when their own plan ended, so an episode records only its own steps: replaying its
+actions from its initial state retraces it, without the waiting that batching needed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+from demos.grasp import GraspAdapter
+from demos.planner import Box, PlanRequest
+from demos.pool import PlannerPool
+from demos.stages import Grip, MoveTo, Settle, Solution
+from envs.core.env import BaseEnv
+from envs.core.pose import pose_inv, pose_mul
+from replay.trajectory import Episode
+
+
+def _rows(tree, i: int):
+    return {k: _rows(v, i) if isinstance(v, dict) else v[i].numpy().copy() for k, v in tree.items()}
+
+
+def _select(tree, idx: torch.Tensor):
+    return {k: _select(v, idx) if isinstance(v, dict) else v[idx] for k, v in tree.items()}
+
+
+def _stack(rows: list):
+    if isinstance(rows[0], dict):
+        return {k: _stack([r[k] for r in rows]) for k in rows[0]}
+    return np.stack(rows)
+
+
+@dataclass
+class _Recorder:
+    seed: int
+    states: list = field(default_factory=list)
+    obs: list = field(default_factory=list)
+    actions: list = field(default_factory=list)
+    rewards: list = field(default_factory=list)
+    success: list = field(default_factory=list)
+    fail: list = field(default_factory=list)
+    terminated: list = field(default_factory=list)
+    truncated: list = field(default_factory=list)
+    failure: str | None = None
+    solved: bool = False
+
+    def episode(self, record_obs: bool) -> Episode:
+        return Episode(
+            actions=np.stack(self.actions).astype(np.float32),
+            terminated=np.array(self.terminated, bool),
+            truncated=np.array(self.truncated, bool),
+            success=np.array(self.success, bool),
+            fail=np.array(self.fail, bool),
+            rewards=np.array(self.rewards, np.float32),
+            env_states=_stack(self.states),
+            obs=_stack(self.obs) if record_obs else None,
+            seed=self.seed,
+            reset_kwargs={"seed": self.seed},
+        )
+
+
+@dataclass
+class Outcome:
+    seed: int
+    episode: Episode | None  # recorded steps (also for failures, when any)
+    success: bool
+    reason: str  # "success" or why not
+
+
+class Runner:
+    def __init__(self, env: BaseEnv, solution: Solution, pool: PlannerPool, adapter: GraspAdapter, record_obs: bool):
+        self.env = env
+        self.solution = solution
+        self.pool = pool
+        self.adapter = adapter
+        self.record_obs = record_obs
+
+    # ---- actions ------------------------------------------------------------------------------
+    def _hold(self) -> torch.Tensor:
+        """(N, A) pd_joint_pos actions that keep every robot where its targets are."""
+        agent, ctrl = self.env.agent, self.env.controller
+        grip = ctrl.gripper.from_target(agent.targets[:, agent.gripper[:1]])
+        return torch.cat((agent.targets[:, agent.arm], grip), 1)
+
+    def _plans(self, stage, idx: torch.Tensor, recs: list[_Recorder]) -> dict[int, torch.Tensor]:
+        """Per env index, the (T, A) actions of this stage; envs whose plan fails are marked."""
+        env = self.env
+        hold = self._hold()
+        if isinstance(stage, Grip):
+            a = hold[idx].clone()
+            a[:, -1] = stage.gripper
+            return {int(i): a[k : k + 1].repeat(stage.steps, 1) for k, i in enumerate(idx)}
+        if isinstance(stage, Settle):
+            return {int(i): hold[i : i + 1].repeat(stage.steps, 1) for i in idx}
+        target = stage.target(env, idx, self.adapter)  # (k, 7) env frame
+        agent = env.agent
+        root_inv = pose_inv(agent.root_pose[idx])
+        goal = pose_mul(root_inv, target)
+        obstacles = self.solution.obstacles(env, idx)
+        requests = []
+        for k, i in enumerate(idx.tolist()):
+            boxes = tuple(
+                Box(b.name, tuple(pose_mul(root_inv[k : k + 1], torch.tensor([b.pose]))[0].tolist()), b.half_size)
+                for b in obstacles[k]
+            )
+            requests.append(
+                PlanRequest(
+                    robot_uid=agent.spec.uid,
+                    qpos=tuple(agent.targets[i].tolist()),
+                    goal=tuple(goal[k].tolist()),
+                    obstacles=boxes,
+                    screw_only=stage.screw_only,
+                    control_dt=1.0 / env.control_freq,
+                )
+            )
+        plans = {}
+        for k, (i, (traj, why)) in enumerate(zip(idx.tolist(), self.pool.map(requests))):
+            if traj is None:
+                recs[i].failure = f"{stage.name}: {why}"
+                continue
+            arm = torch.from_numpy(traj)
+            plans[i] = torch.cat((arm, torch.full((len(arm), 1), stage.gripper)), 1)
+        return plans
+
+    # ---- one batch --------------------------------------------------------------------------------
+    def run(self, seeds: list[int]) -> list[Outcome]:
+        env = self.env
+        n = env.num_envs
+        assert len(seeds) == n
+        obs, info = env.reset(seed=seeds)
+        recs = [_Recorder(int(s)) for s in seeds]
+        state = env.get_state_dict()
+        for i in range(n):
+            recs[i].states.append(_rows(state, i))
+            if self.record_obs:
+                recs[i].obs.append(obs[i].numpy().copy())
+        for stage in self.solution.stages:
+            idx = torch.tensor([i for i in range(n) if recs[i].failure is None and not recs[i].solved], dtype=torch.long)
+            if len(idx) == 0:
+                break
+            plans = self._plans(stage, idx, recs)
+            self._execute(plans, recs, settle=isinstance(stage, Settle))
+        outcomes = []
+        for r in recs:
+            if r.failure is None and not r.solved:
+                r.failure = "never reached success"
+            if r.solved and len(r.actions) > env.max_episode_steps:
+                r.solved, r.failure = False, f"solution took {len(r.actions)} steps > max_episode_steps {env.max_episode_steps}"
+            outcomes.append(
+                Outcome(r.seed, r.episode(self.record_obs) if r.actions else None, r.solved, "success" if r.solved else r.failure)
+            )
+        return outcomes
+
+    def _execute(self, plans: dict[int, torch.Tensor], recs: list[_Recorder], settle: bool) -> None:
+        env = self.env
+        if not plans:
+            return
+        running = dict(plans)
+        ended: dict[int, dict] = {}  # env -> its state when its plan ended early
+        t = 0
+        while running:
+            action = self._hold()
+            for i, p in running.items():
+                action[i] = p[t]
+            obs, reward, terminated, truncated, info = env.step(action)
+            state = env.get_state_dict()
+            for i in list(running):
+                r = recs[i]
+                r.actions.append(action[i].numpy().copy())
+                r.rewards.append(float(reward[i]))
+                r.success.append(bool(info["success"][i]))
+                r.fail.append(bool(info["fail"][i]))
+                r.terminated.append(bool(terminated[i]))
+                r.truncated.append(bool(truncated[i]))
+                r.states.append(_rows(state, i))
+                if self.record_obs:
+                    r.obs.append(obs[i].numpy().copy())
+                finished = t + 1 >= len(running[i])
+                if settle and bool(info["success"][i]):
+                    r.solved, finished = True, True
+                if finished:
+                    del running[i]
+                    if running:
+                        ended[i] = _rows(state, i)
+            t += 1
+        if ended:  # undo the steps those envs only waited through
+            idx = torch.tensor(sorted(ended), dtype=torch.long)
+            rows = _stack([ended[i] for i in sorted(ended)])
+            env.set_state_dict(
+                {g: {k: torch.from_numpy(v) for k, v in entries.items()} for g, entries in rows.items()}, idx
+            )
+            env.elapsed_steps[idx] = torch.tensor([len(recs[i].actions) for i in sorted(ended)], dtype=torch.int32)

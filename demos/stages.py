@@ -1,0 +1,59 @@
+"""The vocabulary of motion-planning solutions: a solution is a short tuple of stages.
+
+Stages compute their targets from the batched env state when they start, for the envs still
+running (`idx`), so later stages see where earlier ones really left the objects.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Union
+
+import torch
+
+from demos.grasp import GraspAdapter
+from demos.planner import Box
+
+OPEN, CLOSED = 1.0, -1.0
+
+# target(env, idx, adapter) -> (len(idx), 7) TCP poses in the env frame
+Target = Callable[[object, torch.Tensor, GraspAdapter], torch.Tensor]
+
+
+@dataclass(frozen=True)
+class MoveTo:
+    """Plan the arm to a TCP pose and follow the plan, the gripper held at `gripper`."""
+
+    name: str
+    target: Target
+    gripper: float
+    screw_only: bool = False
+
+
+@dataclass(frozen=True)
+class Grip:
+    """Hold the arm and drive the gripper to `gripper` for `steps` control steps."""
+
+    name: str
+    gripper: float
+    steps: int = 6
+
+
+@dataclass(frozen=True)
+class Settle:
+    """Hold everything until the task reports success (at most `steps` control steps)."""
+
+    name: str = "settle"
+    steps: int = 25
+
+
+Stage = Union[MoveTo, Grip, Settle]
+
+
+@dataclass(frozen=True)
+class Solution:
+    env_id: str
+    robots: tuple[str, ...]
+    stages: tuple[Stage, ...]
+    # obstacles(env, idx) -> per env, boxes in the env frame the planner must avoid
+    obstacles: Callable[[object, torch.Tensor], list[list[Box]]]
