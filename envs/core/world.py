@@ -101,6 +101,14 @@ class ActorGroup(_Cached):
         return torch.cat((self.pose(), self.velocity()), 1)
 
     def set_state(self, state: torch.Tensor, env_idx: torch.Tensor | None = None) -> None:
+        """Dynamic bodies are first taken out of the PhysX scene and put back: PhysX keeps
+        per-pair contact caches (persistent manifolds) that no API exposes, and without this the
+        history being overwritten shapes the next steps (two cubes resting on a table replay
+        differently depending on what ran before the restore)."""
+        if self.dynamic:
+            for i in _idx(env_idx, len(self.bodies)):
+                self.bodies[i].disable()
+                self.bodies[i].enable()
         self.set_pose(state[:, :7], env_idx)
         self.set_velocity(state[:, 7:13], env_idx)
 
