@@ -52,7 +52,8 @@ def _build(scene: sapien.Scene, visual: bool, pose: sapien.Pose, name: str) -> s
     cart.set_joint_name("slider")
     cart.set_joint_properties("prismatic", [[-RAIL, RAIL]], sapien.Pose(), sapien.Pose())
     cart.add_box_collision(half_size=list(CART_HALF))
-    cart.set_mass_and_inertia(CART_MASS, sapien.Pose(), [0.0026, 0.0042, 0.0066])
+    x, y, z = (2 * h for h in CART_HALF)
+    cart.set_mass_and_inertia(CART_MASS, sapien.Pose(), [CART_MASS * (a * a + b * b) / 12 for a, b in ((y, z), (x, z), (x, y))])
     pole = ab.create_link_builder(cart)
     pole.set_name(f"{name}/pole")
     pole.set_joint_name("hinge")
@@ -63,9 +64,10 @@ def _build(scene: sapien.Scene, visual: bool, pose: sapien.Pose, name: str) -> s
     inertia = POLE_MASS * (2 * POLE_HALF_LENGTH) ** 2 / 12
     pole.set_mass_and_inertia(POLE_MASS, sapien.Pose([0, 0, POLE_HALF_LENGTH]), [inertia, inertia, 1e-5])
     if visual:
-        rail.add_box_visual(half_size=[RAIL + CART_HALF[0], 0.01, 0.01], material=sapien.render.RenderMaterial(base_color=[0.3, 0.3, 0.3, 1]))
-        cart.add_box_visual(half_size=list(CART_HALF), material=sapien.render.RenderMaterial(base_color=[0.2, 0.4, 0.8, 1]))
-        pole.add_capsule_visual(along, radius=POLE_RADIUS, half_length=POLE_HALF_LENGTH, material=sapien.render.RenderMaterial(base_color=[0.85, 0.6, 0.2, 1]))
+        colour = sapien.render.RenderMaterial
+        rail.add_box_visual(half_size=[RAIL + CART_HALF[0], 0.01, 0.01], material=colour(base_color=[0.3, 0.3, 0.3, 1]))
+        cart.add_box_visual(half_size=list(CART_HALF), material=colour(base_color=[0.2, 0.4, 0.8, 1]))
+        pole.add_capsule_visual(along, POLE_RADIUS, POLE_HALF_LENGTH, colour(base_color=[0.85, 0.6, 0.2, 1]))
     for link in (rail, cart, pole):
         link.collision_groups[2] |= 1 << 30  # the cart-pole never collides with itself
     ab.set_initial_pose(pose)
@@ -85,9 +87,9 @@ class CartPole:
             name, lambda scene, i, pose: _build(scene, world.visual, pose, f"{name}_{i}"), sapien.Pose([0, 0, 1.0])
         )
         self.targets = torch.zeros(world.num_envs, 1)  # (N, 1) cart position targets
-        self.set_drive(DRIVE[0], DRIVE[1])
 
     def set_drive(self, stiffness: float, damping: float) -> None:
+        """Gains of the cart's drive (the controller sets them; the pole's hinge is free)."""
         for joints in self.group.joints:
             joints[0].set_drive_property(stiffness, damping, DRIVE[2], "force")
 
@@ -108,7 +110,8 @@ class CartPole:
 
 
 class CartController:
-    """One action dim for the cart; subclasses turn it into drive targets."""
+    """One action dim for the cart; each subclass (one per control mode) sets the drive gains it
+    needs and turns the clipped action into drive targets."""
 
     low = np.array([-1.0], dtype=np.float32)
     high = np.array([1.0], dtype=np.float32)

@@ -29,7 +29,6 @@ FLOOR_HALF = (2.0, 2.0, 0.01)  # a finite floor per env: an infinite plane would
 Color = tuple[float, float, float, float]
 
 
-
 def _material(color: Color) -> sapien.render.RenderMaterial:
     return sapien.render.RenderMaterial(base_color=list(color))
 
