@@ -13,7 +13,6 @@ import torch
 
 import envs
 from envs.core.pose import axis_angle_to_quat, pose_mul
-from envs.core.registry import TASKS
 
 ENV_IDS = envs.env_ids()
 N = 3
