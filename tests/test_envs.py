@@ -1,14 +1,27 @@
 """Every registered env x obs mode x control mode: the batched API contract."""
 
+import inspect
+
 import numpy as np
 import pytest
 import torch
 
 import envs
+from envs.core.registry import TASKS
 from envs.modes import ControlMode, ObsMode
 
 ENV_IDS = envs.env_ids()
 N = 3
+# every env id with each control mode its task class accepts, and with each it refuses
+ENV_MODES = [(e, m.value) for e in ENV_IDS for m in ControlMode if m in TASKS[e].supported_control_modes]
+REFUSED_MODES = [(e, m.value) for e in ENV_IDS for m in ControlMode if m not in TASKS[e].supported_control_modes]
+
+
+def _alone(env_id: str, k: int) -> dict:
+    """kwargs that build env k's scene in a one-env instance: a task whose objects differ per env
+    (e.g. PegInsertionSide's pegs) takes a `geometry_seed`, one seed per env as a list."""
+    takes_seed = "geometry_seed" in inspect.signature(TASKS[env_id].__init__).parameters
+    return {"geometry_seed": [k]} if takes_seed else {}
 
 
 def _leaves(tree):
@@ -19,9 +32,8 @@ def _leaves(tree):
         yield tree
 
 
-@pytest.mark.parametrize("env_id", ENV_IDS)
+@pytest.mark.parametrize("env_id, control_mode", ENV_MODES)
 @pytest.mark.parametrize("obs_mode", [m.value for m in ObsMode])
-@pytest.mark.parametrize("control_mode", [m.value for m in ControlMode])
 def test_rollout_shapes_and_finite(make, env_id, obs_mode, control_mode):
     env = make(env_id, num_envs=N, obs_mode=obs_mode, control_mode=control_mode)
     obs, info = env.reset(seed=1)
@@ -50,7 +62,10 @@ def test_rollout_shapes_and_finite(make, env_id, obs_mode, control_mode):
 def test_seeded_reset_independent_of_num_envs(make, env_id):
     """Env i with seed s starts exactly alike whatever N is (at another index, i.e. another place
     in the shared scene, alike to float32 rounding of its offset). Stepping is alike to float32
-    rounding: PhysX batches the solver work of separate envs, which can move the last bit."""
+    rounding: PhysX batches the solver work of separate envs, which can move the last bit. The
+    actions are small and seeded: a robot striking an object amplifies that last bit chaotically
+    (physics, not batching), and unseeded large ones made this test flaky for tasks with objects
+    near the arm."""
     one, six, eight = make(env_id, num_envs=1), make(env_id, num_envs=6), make(env_id, num_envs=8)
     o1, _ = one.reset(seed=100)
     o6, _ = six.reset(seed=list(range(100, 106)))
@@ -59,9 +74,11 @@ def test_seeded_reset_independent_of_num_envs(make, env_id):
     s8 = eight.unwrapped.get_state()
     assert torch.equal(one.unwrapped.get_state()[0], s8[0]) and torch.equal(six.unwrapped.get_state()[5], s8[5])
     assert not torch.allclose(s8[0], s8[1])  # randomisation varies with the seed
-    assert torch.allclose(o8[5], one.reset(seed=105)[0][0], atol=1e-5)
+    five = make(env_id, num_envs=1, **_alone(env_id, 5))
+    assert torch.allclose(o8[5], five.reset(seed=105)[0][0], atol=1e-5)
     one.reset(seed=100)
-    actions = torch.from_numpy(eight.action_space.sample())
+    low, high = eight.action_space.low, eight.action_space.high
+    actions = torch.from_numpy((0.25 * np.random.default_rng(0).uniform(low, high)).astype(np.float32))
     for _ in range(10):
         o8, r8, *_ = eight.step(actions)
         o6, r6, *_ = six.step(actions[:6])
@@ -70,20 +87,29 @@ def test_seeded_reset_independent_of_num_envs(make, env_id):
     assert torch.allclose(o6[5], o8[5], atol=1e-5) and torch.allclose(r6[5], r8[5], atol=1e-5)
 
 
-@pytest.mark.parametrize("env_id", ENV_IDS)
-@pytest.mark.parametrize("control_mode", [m.value for m in ControlMode])
+@pytest.mark.parametrize("env_id, control_mode", ENV_MODES)
 def test_state_round_trip_reproduces_next_steps(make, env_id, control_mode):
     """A restored state replays the next 20 steps exactly, every time it is restored; the run that
     was never interrupted agrees to float32 rounding on the first step (PhysX keeps integrated link
-    poses and contact caches that no API exposes; random actions then amplify the difference)."""
+    poses and contact caches that no API exposes; random actions then amplify the difference).
+
+    Actions are drawn from the middle quarter of the action box. Full-range ones drive an arm
+    into a fixture (PegInsertionSide's box), and a grinding robot-fixture contact depends on the
+    order PhysX created its contact pairs in, which restoring (re-inserting actors) changes: the
+    first restore then differs from later ones by last bits that the contact amplifies."""
     env = make(env_id, num_envs=2, control_mode=control_mode)
     env.reset(seed=3)
     rng = np.random.default_rng(0)
     low, high = env.action_space.low, env.action_space.high
+    mid, half = (low + high) / 2, (high - low) / 8
+
+    def sample():
+        return rng.uniform(mid - half, mid + half).astype(np.float32)
+
     for _ in range(5):
-        env.step(rng.uniform(low, high).astype(np.float32))
+        env.step(sample())
     state = env.unwrapped.get_state()
-    actions = [rng.uniform(low, high).astype(np.float32) for _ in range(20)]
+    actions = [sample() for _ in range(20)]
     uninterrupted = [env.step(a)[0] for a in actions]
     runs = []
     for _ in range(2):
@@ -129,6 +155,20 @@ def test_bad_modes_name_allowed_values(make, kwargs, message):
     with pytest.raises(ValueError) as e:
         make("PickCube-v1", **kwargs)
     assert message in str(e.value)
+
+
+@pytest.mark.parametrize("env_id, control_mode", REFUSED_MODES)
+def test_refused_control_mode_is_one_clear_error(make, env_id, control_mode):
+    allowed = ", ".join(m.value for m in TASKS[env_id].supported_control_modes)
+    with pytest.raises(ValueError) as e:
+        make(env_id, control_mode=control_mode)
+    assert str(e.value) == f"{env_id} does not support control mode {control_mode!r}; allowed: {allowed}"
+
+
+@pytest.mark.parametrize("env_id", [e for e in ENV_IDS if "panda" not in TASKS[e].supported_robots])
+def test_task_without_the_robot_refuses_it(make, env_id):
+    with pytest.raises(ValueError, match=f"{env_id} does not support robot 'panda'; allowed: "):
+        make(env_id, robot_uids="panda")
 
 
 def test_unknown_env_id_names_allowed():

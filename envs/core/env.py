@@ -15,6 +15,10 @@ Episodes and resets
 A task subclasses `BaseEnv` and fills in a few hooks over batched state: `_load_scene`,
 `_initialize_episode`, `evaluate`, `_extra_obs`, `compute_dense_reward`; `task_state` names
 task tensors (such as a goal) that belong to the full state.
+
+A task without a robot (e.g. a cart-pole) sets `self.agent` to its own actuated articulation
+(`qpos`, `qvel`, `sync_targets()`), overrides `_make_controller` and lists the control modes it
+accepts in `supported_control_modes`; other modes get one error line naming the allowed ones.
 """
 
 from __future__ import annotations
@@ -77,6 +81,7 @@ class BaseEnv(gym.Env):
     env_id: str = ""
     default_max_episode_steps: int = 100
     supported_robots: tuple[str, ...] = ("panda",)
+    supported_control_modes: tuple[ControlMode, ...] = tuple(ControlMode)
     task_state: tuple[str, ...] = ()
 
     def __init__(
@@ -101,6 +106,9 @@ class BaseEnv(gym.Env):
         self.obs_mode = parse_mode(ObsMode, obs_mode, "obs mode")
         self.control_mode = parse_mode(ControlMode, control_mode, "control mode")
         self.sim_backend = parse_mode(SimBackend, sim_backend, "sim backend")
+        if self.control_mode not in self.supported_control_modes:
+            allowed = ", ".join(m.value for m in self.supported_control_modes)
+            raise ValueError(f"{self.env_id} does not support control mode {self.control_mode.value!r}; allowed: {allowed}")
         if robot_uids not in self.supported_robots:
             get_robot(robot_uids)  # unknown robots get the registry's own message
             raise ValueError(
@@ -114,7 +122,7 @@ class BaseEnv(gym.Env):
 
         self.world = BatchedWorld(self.num_envs, self.sim_freq)
         self._load_scene()
-        self.controller: Controller = make_controller(self.control_mode, self.agent)
+        self.controller: Controller = self._make_controller()
         self.rng = BatchRNG(self.num_envs)
         self.elapsed_steps = torch.zeros(self.num_envs, dtype=torch.int32)
         self.episode_seeds = torch.full((self.num_envs,), -1, dtype=torch.int64)
@@ -151,6 +159,12 @@ class BaseEnv(gym.Env):
     def compute_dense_reward(self, info: dict[str, torch.Tensor]) -> torch.Tensor:
         """(N,) float reward in [0, 1]; 1 on success."""
         return info["success"].float()
+
+    def _make_controller(self) -> Controller:
+        """The controller of `self.control_mode`. A task actuating something other than a robot
+        agent (e.g. a cart-pole) returns its own object with `low`, `high`, `action_dim` and
+        `apply(action)`, and lists the modes it accepts in `supported_control_modes`."""
+        return make_controller(self.control_mode, self.agent)
 
     # ---- helpers for tasks ----------------------------------------------------------------
     def _load_agent(self, root_pose: sapien.Pose) -> Agent:

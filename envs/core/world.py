@@ -100,6 +100,13 @@ class ActorGroup(_Cached):
     def state(self) -> torch.Tensor:  # (N, 13)
         return torch.cat((self.pose(), self.velocity()), 1)
 
+    def reinsert(self, env_idx: torch.Tensor | None = None) -> None:
+        """Take the bodies out of the PhysX scene and put them back: this drops the contact
+        caches (persistent manifolds) of every shape pair they belong to."""
+        for i in _idx(env_idx, len(self.bodies)):
+            self.bodies[i].disable()
+            self.bodies[i].enable()
+
     def set_state(self, state: torch.Tensor, env_idx: torch.Tensor | None = None) -> None:
         self.set_pose(state[:, :7], env_idx)
         self.set_velocity(state[:, 7:13], env_idx)
@@ -237,6 +244,13 @@ class BatchedWorld:
         }
 
     def set_state_dict(self, state: dict[str, dict[str, torch.Tensor]], env_idx: torch.Tensor | None = None) -> None:
+        """Every actor, static ones too, is first re-inserted into the PhysX scene. PhysX keeps
+        per-pair contact caches that no API exposes, so without this the history being
+        overwritten shapes the steps after a restore (cubes resting on the table, an arm
+        scraping the table, replayed differently depending on what ran before). Articulations
+        never touch each other, so every pair involves an actor and all caches go."""
+        for group in self.actors.values():
+            group.reinsert(env_idx)
         for n, s in state["actors"].items():
             self.actors[n].set_state(s, env_idx)
         for n, s in state["articulations"].items():

@@ -1,3 +1,12 @@
 """Every task module registers its env id on import."""
 
-from envs.tasks import pick_cube  # noqa: F401
+from envs.tasks import (  # noqa: F401
+    cartpole,
+    lift_peg_upright,
+    peg_insertion_side,
+    pick_cube,
+    plug_charger,
+    pull_cube,
+    push_cube,
+    stack_cube,
+)

@@ -1,0 +1,211 @@
+"""Every registered task: its success detector, seeding, rewards and long rollouts.
+
+SUCCESS_STATES holds, per env id, a function that puts every env of a freshly reset env into a
+state its task calls a success; a task registered without one fails
+`test_every_task_has_a_success_state`, so new tasks are covered as they are added.
+"""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+import envs
+from envs.core.pose import axis_angle_to_quat, pose_mul
+
+ENV_IDS = envs.env_ids()
+N = 3
+IDENTITY = torch.tensor([1.0, 0.0, 0.0, 0.0])
+
+
+def _put(base, actor: str, pose: torch.Tensor) -> None:
+    """Place `actor` at pose (N, 7) at rest in every env, through set_state_dict."""
+    state = base.get_state_dict()
+    s = state["actors"][actor].clone()
+    s[:, :7] = pose
+    s[:, 7:] = 0.0
+    state["actors"][actor] = s
+    base.set_state_dict(state)
+
+
+def _at(pos: torch.Tensor, quat: torch.Tensor = IDENTITY) -> torch.Tensor:
+    return torch.cat((pos, quat.expand(len(pos), 4)), 1)
+
+
+def _pick_cube(base):
+    _put(base, "cube", _at(base.goal_pos))
+
+
+def _cube_on_goal(base):
+    pos = base.goal_pos.clone()
+    pos[:, 2] = base.cube_half_sizes[:, 2]
+    _put(base, "cube", _at(pos))
+
+
+def _stack_cube(base):
+    _put(base, "cube_a", torch.cat((base.goal_pos(), base.cube_b.pose()[:, 3:]), 1))
+
+
+def _lift_peg_upright(base):
+    pos = torch.tensor([0.2, 0.25, 0.0]).repeat(base.num_envs, 1)  # clear of the arm at rest
+    pos[:, 2] = base.peg_half_sizes[:, 0]
+    x_up = axis_angle_to_quat(torch.tensor([0.0, -math.pi / 2, 0.0]))  # the peg's x axis to +z
+    _put(base, "peg", _at(pos, x_up))
+
+
+def _peg_insertion_side(base):
+    from envs.tasks.peg_insertion_side import INSERT_DEPTH
+
+    in_hole = torch.zeros(base.num_envs, 7)
+    in_hole[:, 0] = INSERT_DEPTH + 0.005 - base.peg_half_sizes[:, 0]  # the head 4.5 cm deep
+    in_hole[:, 3] = 1.0
+    _put(base, "peg", pose_mul(base.box.pose(), in_hole))
+
+
+def _plug_charger(base):
+    _put(base, "charger", base.goal_pose())
+
+
+def _cartpole(base):
+    state = base.get_state_dict()
+    s = state["articulations"]["cartpole"].clone()
+    s[:, 13:17] = 0.0  # qpos, qvel: upright and still at the centre
+    state["articulations"]["cartpole"] = s
+    base.set_state_dict(state)
+    base.elapsed_steps[:] = base.max_episode_steps  # success is judged at the step limit
+
+
+SUCCESS_STATES = {
+    "CartpoleBalanceBenchmark-v1": _cartpole,
+    "LiftPegUpright-v1": _lift_peg_upright,
+    "PegInsertionSide-v1": _peg_insertion_side,
+    "PickCube-v1": _pick_cube,
+    "PlugCharger-v1": _plug_charger,
+    "PullCube-v1": _cube_on_goal,
+    "PushCube-v1": _cube_on_goal,
+    "StackCube-v1": _stack_cube,
+}
+# tasks whose success state is one the physics keeps: it must survive 10 steps of a holding action
+STABLE = {"LiftPegUpright-v1", "PullCube-v1", "PushCube-v1", "StackCube-v1"}
+
+
+def test_every_task_has_a_success_state():
+    assert set(SUCCESS_STATES) == set(ENV_IDS)
+
+
+@pytest.mark.parametrize("env_id", ENV_IDS)
+def test_success_fires_on_a_success_state_only(make, env_id):
+    env = make(env_id, num_envs=N)
+    env.reset(seed=5)
+    base = env.unwrapped
+    info = base.evaluate()
+    assert not info["success"].any() and not info["fail"].any()  # the initial states
+    assert (base.compute_dense_reward(info) < 1).all()
+    SUCCESS_STATES[env_id](base)
+    info = base.evaluate()
+    assert info["success"].all() and not info["fail"].any()
+    assert torch.allclose(base.compute_dense_reward(info), torch.ones(N))
+
+
+@pytest.mark.parametrize("env_id", sorted(STABLE))
+def test_success_state_is_physically_stable(make, env_id):
+    env = make(env_id, num_envs=N, control_mode="pd_joint_delta_pos")
+    env.reset(seed=6)
+    base = env.unwrapped
+    SUCCESS_STATES[env_id](base)
+    hold = torch.zeros(env.action_space.shape)
+    hold[:, -1] = 1.0  # gripper open
+    for _ in range(10):
+        *_, terminated, _, info = env.step(hold)
+    assert info["success"].all() and terminated.all()
+
+
+@pytest.mark.parametrize("env_id", ENV_IDS)
+def test_seeded_initial_states_reproduce_and_vary(make, env_id):
+    env = make(env_id, num_envs=2)
+    base = env.unwrapped
+    env.reset(seed=21)
+    first = base.get_state()
+    for _ in range(3):
+        env.step(env.action_space.sample())
+    env.reset(seed=21)
+    assert torch.equal(base.get_state(), first)  # reproducible after the envs have moved
+    assert not torch.allclose(first[0], first[1])  # env 1 has seed 22: another start
+    env.reset(seed=22)
+    assert not torch.allclose(base.get_state()[0], first[0])
+
+
+@pytest.mark.parametrize("env_id", ENV_IDS)
+def test_long_rollout_with_partial_resets_stays_finite(make, env_id):
+    """Random actions for 30 steps, resetting envs whose episode ended: everything stays finite
+    and rewards stay in [0, 1]."""
+    env = make(env_id, num_envs=4, max_episode_steps=12)
+    obs, _ = env.reset(seed=0)
+    rng = np.random.default_rng(0)
+    low, high = env.action_space.low, env.action_space.high
+    for _ in range(30):
+        obs, reward, terminated, truncated, info = env.step(rng.uniform(low, high).astype(np.float32))
+        assert torch.isfinite(obs).all() and torch.isfinite(env.unwrapped.get_state()).all()
+        assert ((reward >= 0) & (reward <= 1)).all()
+        done = terminated | truncated
+        if done.any():
+            obs, info = env.reset(options={"env_idx": torch.nonzero(done).flatten()})
+            assert (info["elapsed_steps"][done] == 0).all()
+
+
+# ---- task specifics ------------------------------------------------------------------------
+
+
+def test_plate_with_slots_leaves_exactly_the_slots_open():
+    from envs.tasks.common import plate_with_slots
+
+    slots = [(-0.01, 0.003), (0.01, 0.003)]
+    parts = plate_with_slots((0.0, 0.03), (-0.08, 0.08), (-0.1, 0.06), slots, 0.007, (1, 1, 1, 1))
+    volume = sum(8 * p.half_size[0] * p.half_size[1] * p.half_size[2] for p in parts)
+    block = 0.03 * 0.16 * 0.16
+    open_ = sum(0.03 * 2 * h * 2 * 0.007 for _, h in slots)
+    assert len(parts) == 5 and math.isclose(volume, block - open_, rel_tol=1e-9)
+    for c, _ in slots:  # the slot's centre line is inside no part
+        for p in parts:
+            lo = [p.pose.p[k] - p.half_size[k] for k in range(3)]
+            hi = [p.pose.p[k] + p.half_size[k] for k in range(3)]
+            assert not (lo[1] < c < hi[1] and lo[2] < 0.0 < hi[2])
+
+
+def test_peg_geometry_is_per_env_seeded_and_independent_of_n(make):
+    from envs.tasks.peg_insertion_side import CLEARANCE, PEG_HALF_LENGTH, PEG_RADIUS
+
+    six = make("PegInsertionSide-v1", num_envs=6).unwrapped
+    two = make("PegInsertionSide-v1", num_envs=2).unwrapped
+    alone = make("PegInsertionSide-v1", num_envs=1, geometry_seed=[5]).unwrapped
+    other = make("PegInsertionSide-v1", num_envs=2, geometry_seed=100).unwrapped
+    sizes = six.peg_half_sizes
+    assert torch.equal(two.peg_half_sizes, sizes[:2]) and torch.equal(alone.peg_half_sizes[0], sizes[5])
+    assert not torch.allclose(other.peg_half_sizes, sizes[:2])
+    assert len(set(sizes[:, 0].tolist())) == 6  # every env its own peg
+    assert ((sizes[:, 0] >= PEG_HALF_LENGTH[0]) & (sizes[:, 0] <= PEG_HALF_LENGTH[1])).all()
+    assert ((sizes[:, 1] >= PEG_RADIUS[0]) & (sizes[:, 1] <= PEG_RADIUS[1])).all()
+    assert torch.equal(sizes[:, 1], sizes[:, 2])
+    assert torch.allclose(six.hole_half_width - sizes[:, 1], torch.full((6,), CLEARANCE))
+    for i in range(6):  # each env's peg collides as its own size
+        shape = six.peg.bodies[i].collision_shapes[0]
+        assert np.allclose(shape.half_size, sizes[i].numpy())
+    with pytest.raises(ValueError, match="geometry_seed has 1 seeds for 2 envs"):
+        make("PegInsertionSide-v1", num_envs=2, geometry_seed=[3])
+
+
+def test_cartpole_balances_under_feedback_and_falls_without(make):
+    env = make("CartpoleBalanceBenchmark-v1", num_envs=N, control_mode="pd_joint_vel", max_episode_steps=60)
+    base = env.unwrapped
+    env.reset(seed=0)
+    for _ in range(60):
+        q, v = base.agent.qpos, base.agent.qvel
+        # drive the cart under the pole: velocity target from lean, lean rate and cart state
+        action = (10 * q[:, 1:] + v[:, 1:] + 0.5 * q[:, :1] + v[:, :1]) / 2
+        *_, terminated, truncated, info = env.step(action)
+    assert info["success"].all() and terminated.all() and truncated.all()
+    env.reset(seed=0)
+    for _ in range(40):
+        *_, info = env.step(torch.zeros(N, 1))
+    assert info["fail"].all()
