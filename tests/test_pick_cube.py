@@ -1,8 +1,9 @@
 """PickCube-v1: success fires exactly when the cube is at the goal and the robot is still."""
 
+import pytest
 import torch
 
-from envs.tasks.pick_cube import GOAL_THRESHOLD
+from envs.tasks.pick_cube import GOAL_THRESHOLD, PickCubeEnv
 
 
 def _placed_state(env, offset):
@@ -50,12 +51,14 @@ def test_success_scores_full_reward(make):
     assert torch.allclose(base.compute_dense_reward(base.evaluate()), torch.ones(2))
 
 
-def test_scripted_grasp_lifts_cube_to_goal(make):
+@pytest.mark.parametrize("robot", PickCubeEnv.supported_robots)
+def test_scripted_grasp_lifts_cube_to_goal(make, robot):
     """End to end through physics: pd_ee_pose reaches above the cube, grasps it, carries it to
-    the goal; success fires and the episode terminates."""
+    the goal; success fires and the episode terminates. The same script serves every robot: it
+    only uses the TCP convention (z out of the gripper, fingers closing along its y axis)."""
     from envs.core.pose import axis_angle_to_quat, pose_inv, pose_mul, quat_mul, quat_to_axis_angle
 
-    env = make("PickCube-v1", num_envs=4, control_mode="pd_ee_pose")
+    env = make("PickCube-v1", num_envs=4, control_mode="pd_ee_pose", robot_uids=robot)
     env.reset(seed=11)
     base = env.unwrapped
     root_inv = pose_inv(base.agent.root_pose)
@@ -81,8 +84,9 @@ def test_scripted_grasp_lifts_cube_to_goal(make):
     assert info["success"].all() and terminated.all()
 
 
-def test_grasp_detector(make):
-    env = make("PickCube-v1", num_envs=1)
+@pytest.mark.parametrize("robot", PickCubeEnv.supported_robots)
+def test_grasp_detector(make, robot):
+    env = make("PickCube-v1", num_envs=1, robot_uids=robot)
     env.reset(seed=0)
     base = env.unwrapped
     tcp = base.agent.tcp_pose
