@@ -4,7 +4,8 @@
         [--control-mode pd_joint_delta_pos] [--robot-uids panda ur5e]
 
 Prints FPS (env steps per second, summed over envs), PSPS (parallel steps per second: calls of
-env.step), the process's CPU RSS (total, and the increase per env from building the env), and
+env.step), CPU FPS (env steps per second of this process's CPU time: on a machine shared with
+other work it moves far less than FPS with their load), the process's CPU RSS (total, and the increase per env from building the env), and
 GPU memory when CUDA is present. Episodes that end are reset inside the timed loop, as in
 training; random actions keep every robot moving. `--robot-uids` takes one entry per run, all
 made in one process one after another (compare robots under the same load); an entry is a uid,
@@ -51,13 +52,13 @@ def run(
     with torch.inference_mode():
         for _ in range(warmup):
             env.step(env.action_space.sample())
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         for _ in range(steps):
             _, _, terminated, truncated, _ = env.step(env.action_space.sample())
             done = terminated | truncated
             if done.any():
                 env.reset(options={"env_idx": torch.nonzero(done).flatten()})
-        dt = time.perf_counter() - t0
+        dt, cpu = time.perf_counter() - t0, time.process_time() - c0
     rss1 = rss_mb()
     result = {
         "env_id": env_id,
@@ -68,6 +69,7 @@ def run(
         "steps": steps,
         "fps": steps * num_envs / dt,
         "psps": steps / dt,
+        "cpu_fps": steps * num_envs / cpu,
         "rss_mb": rss1,
         "rss_per_env_mb": (rss1 - rss0) / num_envs,
     }
@@ -113,6 +115,7 @@ def report(r: dict, as_json: bool) -> None:
     print(f"{r['env_id']}  robots={robots}  N={r['num_envs']}  obs={r['obs_mode']}  control={r['control_mode']}  steps={r['steps']}")
     print(f"FPS  {r['fps']:.0f} env-steps/s")
     print(f"PSPS {r['psps']:.1f} parallel steps/s")
+    print(f"CPU  {r['cpu_fps']:.0f} env-steps per CPU-second")
     print(f"RSS  {r['rss_mb']:.0f} MB ({r['rss_per_env_mb']:.2f} MB per env)")
     if "gpu_mem_mb" in r:
         print(f"GPU  {r['gpu_mem_mb']:.0f} MB")
