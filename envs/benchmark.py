@@ -4,13 +4,14 @@
         [--control-mode pd_joint_delta_pos] [--robot-uids panda ur5e]
 
 Prints FPS (env steps per second, summed over envs), PSPS (parallel steps per second: calls of
-env.step), CPU FPS (env steps per second of this process's CPU time: on a machine shared with
-other work it moves far less than FPS with their load), the process's CPU RSS (total, and the increase per env from building the env), and
-GPU memory when CUDA is present. Episodes that end are reset inside the timed loop, as in
-training; random actions keep every robot moving. `--robot-uids` takes one entry per run, all
-made in one process one after another (compare robots under the same load); an entry is a uid,
-or comma-separated uids for a multi-robot task (`panda,ur5e`). RSS per env is exact for the
-first run only: later runs reuse memory the earlier ones freed.
+env.step), CPU FPS (env steps per second of this process's CPU time), the process's CPU RSS
+(total, and the increase per env from building and warming up the env), and GPU memory when
+CUDA is present. Episodes that end are reset inside the timed loop, as in training; random
+actions keep every robot moving.
+
+`--robot-uids` takes one entry per env to compare (a uid, or comma-separated uids for a
+multi-robot task: `panda,ur5e`). All of them are built in one process and stepped in turn, ten
+steps at a time, so that on a machine shared with other work each sees the same load.
 """
 
 from __future__ import annotations
@@ -35,49 +36,77 @@ def rss_mb() -> float:
     return float("nan")
 
 
-def run(
+class _Timed:
+    """One env under test: built, warmed up, then stepped in blocks with its time accumulated."""
+
+    def __init__(self, env_id: str, num_envs: int, obs_mode: str, control_mode: str, robot_uids, warmup: int):
+        rss0 = rss_mb()
+        robots = {} if robot_uids is None else {"robot_uids": robot_uids}
+        self.env = gym.make(env_id, num_envs=num_envs, obs_mode=obs_mode, control_mode=control_mode, **robots)
+        self.env.reset(seed=0)
+        self.step(warmup)
+        self.rss_per_env = (rss_mb() - rss0) / num_envs
+        self.wall = self.cpu = 0.0
+
+    def step(self, steps: int) -> None:
+        env = self.env
+        with torch.inference_mode():
+            for _ in range(steps):
+                _, _, terminated, truncated, _ = env.step(env.action_space.sample())
+                done = terminated | truncated
+                if done.any():
+                    env.reset(options={"env_idx": torch.nonzero(done).flatten()})
+
+    def timed_step(self, steps: int) -> None:
+        t0, c0 = time.perf_counter(), time.process_time()
+        self.step(steps)
+        self.wall += time.perf_counter() - t0
+        self.cpu += time.process_time() - c0
+
+
+def run_all(
     env_id: str,
     num_envs: int,
     steps: int,
     obs_mode: str,
     control_mode: str,
-    robot_uids: str | tuple[str, ...] | None = None,
+    robot_uids: list[str | tuple[str, ...] | None],
     warmup: int = 20,
-) -> dict:
-    rss0 = rss_mb()
-    robots = {} if robot_uids is None else {"robot_uids": robot_uids}
-    env = gym.make(env_id, num_envs=num_envs, obs_mode=obs_mode, control_mode=control_mode, **robots)
-    base = env.unwrapped
-    env.reset(seed=0)
-    with torch.inference_mode():
-        for _ in range(warmup):
-            env.step(env.action_space.sample())
-        t0, c0 = time.perf_counter(), time.process_time()
-        for _ in range(steps):
-            _, _, terminated, truncated, _ = env.step(env.action_space.sample())
-            done = terminated | truncated
-            if done.any():
-                env.reset(options={"env_idx": torch.nonzero(done).flatten()})
-        dt, cpu = time.perf_counter() - t0, time.process_time() - c0
-    rss1 = rss_mb()
-    result = {
-        "env_id": env_id,
-        "num_envs": num_envs,
-        "obs_mode": obs_mode,
-        "control_mode": control_mode,
-        "robot_uids": base.robot_uids,
-        "steps": steps,
-        "fps": steps * num_envs / dt,
-        "psps": steps / dt,
-        "cpu_fps": steps * num_envs / cpu,
-        "rss_mb": rss1,
-        "rss_per_env_mb": (rss1 - rss0) / num_envs,
-    }
-    if torch.cuda.is_available():
-        result["gpu_mem_mb"] = torch.cuda.max_memory_allocated() / 2**20
-    env.close()
-    del base
-    return result
+    block: int = 10,
+) -> list[dict]:
+    """One result per entry of robot_uids (None: the task's default). All envs are built first,
+    then stepped in turn, `block` steps each, so that every one sees the same machine load."""
+    runs = [_Timed(env_id, num_envs, obs_mode, control_mode, uids, warmup) for uids in robot_uids]
+    done = 0
+    while done < steps:
+        n = min(block, steps - done)
+        for r in runs:
+            r.timed_step(n)
+        done += n
+    results = []
+    for r in runs:
+        result = {
+            "env_id": env_id,
+            "num_envs": num_envs,
+            "obs_mode": obs_mode,
+            "control_mode": control_mode,
+            "robot_uids": r.env.unwrapped.robot_uids,
+            "steps": steps,
+            "fps": steps * num_envs / r.wall,
+            "psps": steps / r.wall,
+            "cpu_fps": steps * num_envs / r.cpu,
+            "rss_mb": rss_mb(),
+            "rss_per_env_mb": r.rss_per_env,
+        }
+        if torch.cuda.is_available():
+            result["gpu_mem_mb"] = torch.cuda.max_memory_allocated() / 2**20
+        results.append(result)
+        r.env.close()
+    return results
+
+
+def run(env_id: str, num_envs: int, steps: int, obs_mode: str, control_mode: str, robot_uids=None, warmup: int = 20) -> dict:
+    return run_all(env_id, num_envs, steps, obs_mode, control_mode, [robot_uids], warmup)[0]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -89,18 +118,19 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("-c", "--control-mode", default="pd_joint_delta_pos", help=f"one of: {', '.join(m.value for m in ControlMode)}")
     p.add_argument(
         "-r", "--robot-uids", nargs="+", default=[None], metavar="UIDS",
-        help="one run per entry: a robot uid, or comma-separated uids for a multi-robot task "
+        help="one env per entry, compared under the same load: a robot uid, or comma-separated uids "
+        "for a multi-robot task "
         f"(robots: {', '.join(envs.robots.robot_uids())}; default: the task's own)",
     )
-    p.add_argument("--json", action="store_true", help="print one JSON line per run instead of text")
+    p.add_argument("--json", action="store_true", help="print one JSON line per env instead of text")
     args = p.parse_args(argv)
     try:
         env_id = envs.check_env_id(args.env_id)
         if args.num_envs < 1 or args.steps < 1:
             raise ValueError("--num-envs and --steps must be >= 1")
-        for entry in args.robot_uids:
-            uids = None if entry is None else (entry if "," not in entry else tuple(entry.split(",")))
-            report(run(env_id, args.num_envs, args.steps, args.obs_mode, args.control_mode, uids), args.json)
+        uids = [None if e is None else (e if "," not in e else tuple(e.split(","))) for e in args.robot_uids]
+        for r in run_all(env_id, args.num_envs, args.steps, args.obs_mode, args.control_mode, uids):
+            report(r, args.json)
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
