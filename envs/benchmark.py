@@ -1,12 +1,17 @@
 """Throughput benchmark: random actions in a batched env.
 
     python -m envs.benchmark -e PickCube-v1 --num-envs 64 --steps 1000 [--obs-mode state]
-        [--control-mode pd_joint_delta_pos]
+        [--control-mode pd_joint_delta_pos] [--robot-uids panda ur5e]
 
 Prints FPS (env steps per second, summed over envs), PSPS (parallel steps per second: calls of
-env.step), the process's CPU RSS (total, and the increase per env from building the env), and
-GPU memory when CUDA is present. Episodes that end are reset inside the timed loop, as in
-training; random actions keep every robot moving.
+env.step), CPU FPS (env steps per second of this process's CPU time), the process's CPU RSS
+(total, and the increase per env from building and warming up the env), and GPU memory when
+CUDA is present. Episodes that end are reset inside the timed loop, as in training; random
+actions keep every robot moving.
+
+`--robot-uids` takes one entry per env to compare (a uid, or comma-separated uids for a
+multi-robot task: `panda,ur5e`). All of them are built in one process and stepped in turn, ten
+steps at a time, so that on a machine shared with other work each sees the same load.
 """
 
 from __future__ import annotations
@@ -31,38 +36,77 @@ def rss_mb() -> float:
     return float("nan")
 
 
-def run(env_id: str, num_envs: int, steps: int, obs_mode: str, control_mode: str, warmup: int = 20) -> dict:
-    rss0 = rss_mb()
-    env = gym.make(env_id, num_envs=num_envs, obs_mode=obs_mode, control_mode=control_mode)
-    base = env.unwrapped
-    env.reset(seed=0)
-    with torch.inference_mode():
-        for _ in range(warmup):
-            env.step(env.action_space.sample())
-        t0 = time.perf_counter()
-        for _ in range(steps):
-            _, _, terminated, truncated, _ = env.step(env.action_space.sample())
-            done = terminated | truncated
-            if done.any():
-                env.reset(options={"env_idx": torch.nonzero(done).flatten()})
-        dt = time.perf_counter() - t0
-    rss1 = rss_mb()
-    result = {
-        "env_id": env_id,
-        "num_envs": num_envs,
-        "obs_mode": obs_mode,
-        "control_mode": control_mode,
-        "steps": steps,
-        "fps": steps * num_envs / dt,
-        "psps": steps / dt,
-        "rss_mb": rss1,
-        "rss_per_env_mb": (rss1 - rss0) / num_envs,
-    }
-    if torch.cuda.is_available():
-        result["gpu_mem_mb"] = torch.cuda.max_memory_allocated() / 2**20
-    env.close()
-    del base
-    return result
+class _Timed:
+    """One env under test: built, warmed up, then stepped in blocks with its time accumulated."""
+
+    def __init__(self, env_id: str, num_envs: int, obs_mode: str, control_mode: str, robot_uids, warmup: int):
+        rss0 = rss_mb()
+        robots = {} if robot_uids is None else {"robot_uids": robot_uids}
+        self.env = gym.make(env_id, num_envs=num_envs, obs_mode=obs_mode, control_mode=control_mode, **robots)
+        self.env.reset(seed=0)
+        self.step(warmup)
+        self.rss_per_env = (rss_mb() - rss0) / num_envs
+        self.wall = self.cpu = 0.0
+
+    def step(self, steps: int) -> None:
+        env = self.env
+        with torch.inference_mode():
+            for _ in range(steps):
+                _, _, terminated, truncated, _ = env.step(env.action_space.sample())
+                done = terminated | truncated
+                if done.any():
+                    env.reset(options={"env_idx": torch.nonzero(done).flatten()})
+
+    def timed_step(self, steps: int) -> None:
+        t0, c0 = time.perf_counter(), time.process_time()
+        self.step(steps)
+        self.wall += time.perf_counter() - t0
+        self.cpu += time.process_time() - c0
+
+
+def run_all(
+    env_id: str,
+    num_envs: int,
+    steps: int,
+    obs_mode: str,
+    control_mode: str,
+    robot_uids: list[str | tuple[str, ...] | None],
+    warmup: int = 20,
+    block: int = 10,
+) -> list[dict]:
+    """One result per entry of robot_uids (None: the task's default). All envs are built first,
+    then stepped in turn, `block` steps each, so that every one sees the same machine load."""
+    runs = [_Timed(env_id, num_envs, obs_mode, control_mode, uids, warmup) for uids in robot_uids]
+    done = 0
+    while done < steps:
+        n = min(block, steps - done)
+        for r in runs:
+            r.timed_step(n)
+        done += n
+    results = []
+    for r in runs:
+        result = {
+            "env_id": env_id,
+            "num_envs": num_envs,
+            "obs_mode": obs_mode,
+            "control_mode": control_mode,
+            "robot_uids": r.env.unwrapped.robot_uids,
+            "steps": steps,
+            "fps": steps * num_envs / r.wall,
+            "psps": steps / r.wall,
+            "cpu_fps": steps * num_envs / r.cpu,
+            "rss_mb": rss_mb(),
+            "rss_per_env_mb": r.rss_per_env,
+        }
+        if torch.cuda.is_available():
+            result["gpu_mem_mb"] = torch.cuda.max_memory_allocated() / 2**20
+        results.append(result)
+        r.env.close()
+    return results
+
+
+def run(env_id: str, num_envs: int, steps: int, obs_mode: str, control_mode: str, robot_uids=None, warmup: int = 20) -> dict:
+    return run_all(env_id, num_envs, steps, obs_mode, control_mode, [robot_uids], warmup)[0]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -72,26 +116,39 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--steps", type=int, default=1000, help="timed env.step calls")
     p.add_argument("-o", "--obs-mode", default="state", help=f"one of: {', '.join(m.value for m in ObsMode)}")
     p.add_argument("-c", "--control-mode", default="pd_joint_delta_pos", help=f"one of: {', '.join(m.value for m in ControlMode)}")
-    p.add_argument("--json", action="store_true", help="print one JSON line instead of text")
+    p.add_argument(
+        "-r", "--robot-uids", nargs="+", default=[None], metavar="UIDS",
+        help="one env per entry, compared under the same load: a robot uid, or comma-separated uids "
+        "for a multi-robot task "
+        f"(robots: {', '.join(envs.robots.robot_uids())}; default: the task's own)",
+    )
+    p.add_argument("--json", action="store_true", help="print one JSON line per env instead of text")
     args = p.parse_args(argv)
     try:
         env_id = envs.check_env_id(args.env_id)
         if args.num_envs < 1 or args.steps < 1:
             raise ValueError("--num-envs and --steps must be >= 1")
-        r = run(env_id, args.num_envs, args.steps, args.obs_mode, args.control_mode)
+        uids = [None if e is None else (e if "," not in e else tuple(e.split(","))) for e in args.robot_uids]
+        for r in run_all(env_id, args.num_envs, args.steps, args.obs_mode, args.control_mode, uids):
+            report(r, args.json)
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    if args.json:
-        print(json.dumps(r))
-    else:
-        print(f"{r['env_id']}  N={r['num_envs']}  obs={r['obs_mode']}  control={r['control_mode']}  steps={r['steps']}")
-        print(f"FPS  {r['fps']:.0f} env-steps/s")
-        print(f"PSPS {r['psps']:.1f} parallel steps/s")
-        print(f"RSS  {r['rss_mb']:.0f} MB ({r['rss_per_env_mb']:.2f} MB per env)")
-        if "gpu_mem_mb" in r:
-            print(f"GPU  {r['gpu_mem_mb']:.0f} MB")
     return 0
+
+
+def report(r: dict, as_json: bool) -> None:
+    if as_json:
+        print(json.dumps(r))
+        return
+    robots = r["robot_uids"] if isinstance(r["robot_uids"], str) else ",".join(r["robot_uids"])
+    print(f"{r['env_id']}  robots={robots}  N={r['num_envs']}  obs={r['obs_mode']}  control={r['control_mode']}  steps={r['steps']}")
+    print(f"FPS  {r['fps']:.0f} env-steps/s")
+    print(f"PSPS {r['psps']:.1f} parallel steps/s")
+    print(f"CPU  {r['cpu_fps']:.0f} env-steps per CPU-second")
+    print(f"RSS  {r['rss_mb']:.0f} MB ({r['rss_per_env_mb']:.2f} MB per env)")
+    if "gpu_mem_mb" in r:
+        print(f"GPU  {r['gpu_mem_mb']:.0f} MB")
 
 
 if __name__ == "__main__":

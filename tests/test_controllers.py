@@ -1,16 +1,18 @@
-"""Each controller drives the TCP or the joints to where its action says."""
+"""Each controller drives the TCP or the joints to where its action says, for every robot."""
 
 import numpy as np
 import pytest
 import torch
 
 from envs.core.pose import axis_angle_to_quat, quat_angle, quat_mul
+from envs.robots import robot_uids
 
 N = 2
+pytestmark = pytest.mark.parametrize("robot", robot_uids())
 
 
-def _env(make, mode):
-    env = make("PickCube-v1", num_envs=N, control_mode=mode)
+def _env(make, mode, robot):
+    env = make("PickCube-v1", num_envs=N, control_mode=mode, robot_uids=robot)
     env.reset(seed=0)
     return env, env.unwrapped
 
@@ -22,17 +24,18 @@ def _hold_action(base):
     return a
 
 
-def test_pd_joint_pos_reaches_joint_targets(make):
-    env, base = _env(make, "pd_joint_pos")
-    target = base.agent.arm_qpos + torch.tensor([0.3, -0.2, 0.2, 0.3, -0.3, 0.2, 0.4])
+def test_pd_joint_pos_reaches_joint_targets(make, robot):
+    env, base = _env(make, "pd_joint_pos", robot)
+    offset = torch.tensor([0.3, -0.2, 0.2, 0.3, -0.3, 0.2, 0.4])[: len(base.agent.arm)]
+    target = base.agent.arm_qpos + offset
     action = torch.cat((target, torch.ones(N, 1)), 1)
     for _ in range(50):
         env.step(action)
     assert (base.agent.arm_qpos - target).abs().max() < 0.01
 
 
-def test_pd_joint_delta_pos_moves_by_scaled_steps(make):
-    env, base = _env(make, "pd_joint_delta_pos")
+def test_pd_joint_delta_pos_moves_by_scaled_steps(make, robot):
+    env, base = _env(make, "pd_joint_delta_pos", robot)
     start = base.agent.arm_qpos.clone()
     action = _hold_action(base)
     action[:, 0] = 0.5
@@ -45,8 +48,8 @@ def test_pd_joint_delta_pos_moves_by_scaled_steps(make):
     assert moved[:, 1:].abs().max() < 0.01
 
 
-def test_pd_joint_vel_tracks_velocity(make):
-    env, base = _env(make, "pd_joint_vel")
+def test_pd_joint_vel_tracks_velocity(make, robot):
+    env, base = _env(make, "pd_joint_vel", robot)
     action = _hold_action(base)
     action[:, 0] = 0.5
     for _ in range(10):
@@ -54,8 +57,8 @@ def test_pd_joint_vel_tracks_velocity(make):
     assert torch.allclose(base.agent.qvel[:, 0], torch.full((N,), 0.5 * base.agent.spec.joint_vel), atol=0.05)
 
 
-def test_pd_ee_delta_pos_translates_tcp(make):
-    env, base = _env(make, "pd_ee_delta_pos")
+def test_pd_ee_delta_pos_translates_tcp(make, robot):
+    env, base = _env(make, "pd_ee_delta_pos", robot)
     start = base.agent.tcp_pose.clone()
     action = _hold_action(base)
     action[:, :3] = torch.tensor([0.5, -0.3, -0.4])
@@ -68,8 +71,8 @@ def test_pd_ee_delta_pos_translates_tcp(make):
     assert (moved - expected).norm(dim=1).max() < 0.01
 
 
-def test_pd_ee_delta_pose_rotates_about_tcp(make):
-    env, base = _env(make, "pd_ee_delta_pose")
+def test_pd_ee_delta_pose_rotates_about_tcp(make, robot):
+    env, base = _env(make, "pd_ee_delta_pose", robot)
     start = base.agent.tcp_pose.clone()
     action = _hold_action(base)
     action[:, 3:6] = torch.tensor([0.0, 0.0, 1.0])
@@ -84,8 +87,8 @@ def test_pd_ee_delta_pose_rotates_about_tcp(make):
     assert (now[:, :3] - start[:, :3]).norm(dim=1).max() < 0.01
 
 
-def test_pd_ee_pose_reaches_target_within_1cm_in_50_steps(make):
-    env, base = _env(make, "pd_ee_pose")
+def test_pd_ee_pose_reaches_target_within_1cm_in_50_steps(make, robot):
+    env, base = _env(make, "pd_ee_pose", robot)
     root = base.agent.tcp_pose_root()
     target_p = root[:, :3] + torch.tensor([0.08, 0.1, -0.12])
     target_q = quat_mul(axis_angle_to_quat(torch.tensor([[0.0, 0.3, 0.2]]).expand(N, 3)), root[:, 3:])
@@ -100,8 +103,8 @@ def test_pd_ee_pose_reaches_target_within_1cm_in_50_steps(make):
 
 
 @pytest.mark.parametrize("mode", ["pd_joint_delta_pos", "pd_ee_delta_pose"])
-def test_gripper_closes_and_opens(make, mode):
-    env, base = _env(make, mode)
+def test_gripper_closes_and_opens(make, mode, robot):
+    env, base = _env(make, mode, robot)
     action = _hold_action(base)
     action[:, -1] = -1.0
     for _ in range(15):
@@ -110,11 +113,13 @@ def test_gripper_closes_and_opens(make, mode):
     action[:, -1] = 1.0
     for _ in range(15):
         env.step(action)
-    assert (base.agent.gripper_opening - 0.08).abs().max() < 0.005
+    spec = base.agent.spec
+    fully_open = len(spec.gripper_joints) * spec.gripper_limits[1]
+    assert (base.agent.gripper_opening - fully_open).abs().max() < 0.005
 
 
-def test_zero_delta_action_holds_the_arm(make):
-    env, base = _env(make, "pd_ee_delta_pos")
+def test_zero_delta_action_holds_the_arm(make, robot):
+    env, base = _env(make, "pd_ee_delta_pos", robot)
     start = base.agent.tcp_pose.clone()
     for _ in range(40):
         env.step(_hold_action(base))

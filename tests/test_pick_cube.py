@@ -1,8 +1,9 @@
 """PickCube-v1: success fires exactly when the cube is at the goal and the robot is still."""
 
+import pytest
 import torch
 
-from envs.tasks.pick_cube import GOAL_THRESHOLD
+from envs.tasks.pick_cube import GOAL_THRESHOLD, PickCubeEnv
 
 
 def _placed_state(env, offset):
@@ -50,39 +51,21 @@ def test_success_scores_full_reward(make):
     assert torch.allclose(base.compute_dense_reward(base.evaluate()), torch.ones(2))
 
 
-def test_scripted_grasp_lifts_cube_to_goal(make):
+@pytest.mark.parametrize("robot", PickCubeEnv.supported_robots)
+def test_scripted_grasp_lifts_cube_to_goal(make, pick_and_place, robot):
     """End to end through physics: pd_ee_pose reaches above the cube, grasps it, carries it to
-    the goal; success fires and the episode terminates."""
-    from envs.core.pose import axis_angle_to_quat, pose_inv, pose_mul, quat_mul, quat_to_axis_angle
-
-    env = make("PickCube-v1", num_envs=4, control_mode="pd_ee_pose")
+    the goal; success fires and the episode terminates. The same script serves every robot."""
+    env = make("PickCube-v1", num_envs=4, control_mode="pd_ee_pose", robot_uids=robot)
     env.reset(seed=11)
     base = env.unwrapped
-    root_inv = pose_inv(base.agent.root_pose)
-    cube = base.cube.pose()
-    # gripper pointing down, fingers across the cube's yaw
-    down = torch.tensor([0.0, 1.0, 0.0, 0.0]).expand(4, 4)
-    yaw = quat_to_axis_angle(cube[:, 3:])[:, 2:3]
-    yaw = torch.remainder(yaw + torch.pi / 4, torch.pi / 2) - torch.pi / 4  # the cube's 4-fold symmetry
-    grasp_q = quat_mul(down, axis_angle_to_quat(torch.cat((torch.zeros(4, 2), -yaw), 1)))
-
-    def go(pos, grip, steps):
-        local = pose_mul(root_inv, torch.cat((pos, grasp_q), 1))
-        action = torch.cat((local[:, :3], quat_to_axis_angle(local[:, 3:]), torch.full((4, 1), grip)), 1)
-        for _ in range(steps):
-            out = env.step(action)
-        return out
-
-    go(cube[:, :3] + torch.tensor([0, 0, 0.08]), 1.0, 15)
-    go(cube[:, :3], 1.0, 15)
-    go(cube[:, :3], -1.0, 8)
-    assert base.evaluate()["is_grasped"].all()
-    *_, terminated, _, info = go(base.goal_pos, -1.0, 30)
+    grasped, terminated, info = pick_and_place(env, [base.cube], [base.goal_pos])
+    assert grasped.all()
     assert info["success"].all() and terminated.all()
 
 
-def test_grasp_detector(make):
-    env = make("PickCube-v1", num_envs=1)
+@pytest.mark.parametrize("robot", PickCubeEnv.supported_robots)
+def test_grasp_detector(make, robot):
+    env = make("PickCube-v1", num_envs=1, robot_uids=robot)
     env.reset(seed=0)
     base = env.unwrapped
     tcp = base.agent.tcp_pose

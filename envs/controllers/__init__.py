@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from envs.controllers.base import ArmController, Controller, GripperController
+from envs.controllers.base import ArmController, Controller, GripperController, MultiController
 from envs.controllers.ee import PDEEDeltaPos, PDEEDeltaPose, PDEEPose
 from envs.controllers.joint import PDJointDeltaPos, PDJointPos, PDJointVel
 from envs.core.agent import Agent
@@ -22,4 +22,4 @@ def make_controller(mode: ControlMode, agent: Agent) -> Controller:
     return Controller(ARM_CONTROLLERS[mode](agent), GripperController(agent))
 
 
-__all__ = ["ARM_CONTROLLERS", "Controller", "GripperController", "make_controller"]
+__all__ = ["ARM_CONTROLLERS", "Controller", "GripperController", "MultiController", "make_controller"]

@@ -2,7 +2,7 @@
 
 An arm controller handles the arm joints; every control mode pairs one with the gripper
 controller (one action dim in [-1, 1]: -1 closed, 1 open). `Controller.apply` takes the whole
-(N, A) action.
+(N, A) action. With several robots, `MultiController` takes their actions concatenated.
 """
 
 from __future__ import annotations
@@ -82,3 +82,23 @@ class Controller:
         action = torch.minimum(torch.maximum(action, self._low_t), self._high_t)
         self.arm.apply(action[:, : self.arm_dim])
         self.gripper.apply(action[:, self.arm_dim :])
+
+
+class MultiController:
+    """The controllers of several robots, one per robot in robot_uids order: the action is
+    theirs concatenated, [robot 0's arm, robot 0's gripper, robot 1's arm, robot 1's gripper, ...]."""
+
+    def __init__(self, controllers: list[Controller]):
+        self.controllers = controllers
+        self.low = np.concatenate([c.low for c in controllers])
+        self.high = np.concatenate([c.high for c in controllers])
+        self.splits = [c.action_dim for c in controllers]
+
+    @property
+    def action_dim(self) -> int:
+        return len(self.low)
+
+    def apply(self, action: torch.Tensor) -> None:
+        """action: (N, sum of the robots' action dims)."""
+        for controller, part in zip(self.controllers, action.split(self.splits, dim=1)):
+            controller.apply(part)

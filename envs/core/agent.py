@@ -10,7 +10,7 @@ from __future__ import annotations
 import sapien
 import torch
 
-from envs.core.build import build_articulation
+from envs.core.build import SELF_COLLISION_BIT, build_articulation
 from envs.core.pose import pose_mul, quat_apply, quat_conj
 from envs.core.world import ArticulationGroup, BatchedWorld
 from envs.robots.base import RobotSpec
@@ -18,13 +18,23 @@ from envs.robots.kinematics import ChainKinematics
 
 
 class Agent:
-    def __init__(self, world: BatchedWorld, spec: RobotSpec, root_pose: sapien.Pose, name: str):
+    """One robot in every env. Robots that share an env need different `ignore_bit`s to collide
+    with each other (see envs/core/build.py)."""
+
+    def __init__(
+        self,
+        world: BatchedWorld,
+        spec: RobotSpec,
+        root_pose: sapien.Pose,
+        name: str,
+        ignore_bit: int = SELF_COLLISION_BIT,
+    ):
         self.spec = spec
         self.name = name
         model = spec.model
 
         def build(scene: sapien.Scene, i: int, pose: sapien.Pose):
-            return build_articulation(scene, model, pose, f"{name}_{i}", visual=world.visual)
+            return build_articulation(scene, model, pose, f"{name}_{i}", visual=world.visual, ignore_bit=ignore_bit)
 
         self.group: ArticulationGroup = world.add_articulation(name, build, root_pose)
         self.num_envs = world.num_envs

@@ -13,8 +13,10 @@ from envs.robots.urdf import Geometry, Joint, RobotModel
 
 # SAPIEN's cylinders and capsules lie along their local x axis; URDF's along z.
 _Z_TO_X = sapien.Pose(q=[0.7071068, 0.0, 0.7071068, 0.0])
-# collision_groups[2] bit shared by all links of one robot: PhysX skips pairs that share it.
-_NO_SELF_COLLISION = 1 << 31
+# SAPIEN skips a shape pair whose collision_groups[2] share a bit (and whose collision_groups[3]
+# agree, as all ours do): every link of one robot sets the same bit, so a robot never collides
+# with itself; robots sharing an env use different bits, so they collide with each other.
+SELF_COLLISION_BIT = 31
 
 
 def to_pose(origin) -> sapien.Pose:
@@ -59,9 +61,11 @@ def build_articulation(
     name: str,
     visual: bool = False,
     material=None,
+    ignore_bit: int = SELF_COLLISION_BIT,
 ) -> sapien.physx.PhysxArticulation:
-    """One fixed-base articulation; robot links never collide with each other and feel no gravity
-    (as with a real arm's gravity compensation: a zero command holds the arm where it is)."""
+    """One fixed-base articulation; its links never collide with each other (they all set
+    `ignore_bit` in collision_groups[2]) and feel no gravity (as with a real arm's gravity
+    compensation: a zero command holds the arm where it is)."""
     ab = scene.create_articulation_builder()
     builders = {}
     parent_joint = {j.child: j for j in model.joints}
@@ -87,7 +91,7 @@ def build_articulation(
             lb.set_mass_and_inertia(
                 link.inertial.mass, to_pose(link.inertial.origin), list(link.inertial.diagonal)
             )
-        lb.collision_groups[2] |= _NO_SELF_COLLISION
+        lb.collision_groups[2] |= 1 << ignore_bit
     ab.set_initial_pose(root_pose)
     articulation = ab.build(fix_root_link=True)
     articulation.set_name(name)

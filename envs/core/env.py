@@ -16,9 +16,18 @@ A task subclasses `BaseEnv` and fills in a few hooks over batched state: `_load_
 `_initialize_episode`, `evaluate`, `_extra_obs`, `compute_dense_reward`; `task_state` names
 task tensors (such as a goal) that belong to the full state.
 
-A task without a robot (e.g. a cart-pole) sets `self.agent` to its own actuated articulation
-(`qpos`, `qvel`, `sync_targets()`), overrides `_make_controller` and lists the control modes it
+A task without a robot (e.g. a cart-pole) sets `self.agent` (and `self.agents = [self.agent]`) to
+its own actuated articulation (`name`, `qpos`, `qvel`, `sync_targets()`), overrides `_make_controller` and lists the control modes it
 accepts in `supported_control_modes`; other modes get one error line naming the allowed ones.
+
+Robots
+------
+A task declares `num_robots` and the robot uids it supports (`supported_robots`, the same list
+for every robot). `robot_uids` is one uid, or a tuple (a list from gym.make) with one uid per
+robot. `self.agents` holds the robots in that order and `self.agent` is the first (the only one
+in single-robot tasks). With several robots the action is their controllers' actions
+concatenated in robot order, and the state-dict observation's "agent" entry holds one
+{"qpos", "qvel"} per robot, keyed by its name (robot_0, robot_1, ...).
 """
 
 from __future__ import annotations
@@ -30,8 +39,9 @@ import numpy as np
 import sapien
 import torch
 
-from envs.controllers import Controller, make_controller
+from envs.controllers import Controller, MultiController, make_controller
 from envs.core.agent import Agent
+from envs.core.build import SELF_COLLISION_BIT
 from envs.core.world import BatchedWorld
 from envs.modes import ControlMode, ObsMode, SimBackend, parse_mode
 from envs.robots import get_robot
@@ -80,7 +90,8 @@ class BaseEnv(gym.Env):
     metadata = {"render_modes": []}
     env_id: str = ""
     default_max_episode_steps: int = 100
-    supported_robots: tuple[str, ...] = ("panda",)
+    supported_robots: tuple[str, ...] = ("panda",)  # uids any of the task's robots may be
+    num_robots: int = 1
     supported_control_modes: tuple[ControlMode, ...] = tuple(ControlMode)
     task_state: tuple[str, ...] = ()
 
@@ -89,7 +100,7 @@ class BaseEnv(gym.Env):
         num_envs: int = 1,
         obs_mode: str = "state",
         control_mode: str = "pd_joint_delta_pos",
-        robot_uids: str = "panda",
+        robot_uids: str | Sequence[str] = "panda",
         sim_freq: int = 100,
         control_freq: int = 20,
         max_episode_steps: int | None = None,
@@ -109,12 +120,7 @@ class BaseEnv(gym.Env):
         if self.control_mode not in self.supported_control_modes:
             allowed = ", ".join(m.value for m in self.supported_control_modes)
             raise ValueError(f"{self.env_id} does not support control mode {self.control_mode.value!r}; allowed: {allowed}")
-        if robot_uids not in self.supported_robots:
-            get_robot(robot_uids)  # unknown robots get the registry's own message
-            raise ValueError(
-                f"{self.env_id} does not support robot {robot_uids!r}; allowed: {', '.join(self.supported_robots)}"
-            )
-        self.robot_uids = robot_uids
+        self.robot_uids = self._parse_robot_uids(robot_uids)
         self.sim_freq, self.control_freq = int(sim_freq), int(control_freq)
         self.sim_steps_per_control = self.sim_freq // self.control_freq
         self.max_episode_steps = int(max_episode_steps or self.default_max_episode_steps)
@@ -164,12 +170,40 @@ class BaseEnv(gym.Env):
         """The controller of `self.control_mode`. A task actuating something other than a robot
         agent (e.g. a cart-pole) returns its own object with `low`, `high`, `action_dim` and
         `apply(action)`, and lists the modes it accepts in `supported_control_modes`."""
-        return make_controller(self.control_mode, self.agent)
+        controllers = [make_controller(self.control_mode, agent) for agent in self.agents]
+        return controllers[0] if len(controllers) == 1 else MultiController(controllers)
 
     # ---- helpers for tasks ----------------------------------------------------------------
+    def _parse_robot_uids(self, robot_uids: str | Sequence[str]) -> str | tuple[str, ...]:
+        """One uid for single-robot tasks, else a tuple of num_robots uids; a ValueError otherwise."""
+        uids = (robot_uids,) if isinstance(robot_uids, str) else tuple(robot_uids)
+        if len(uids) != self.num_robots:
+            raise ValueError(f"{self.env_id} takes {self.num_robots} robot(s); got robot_uids={robot_uids!r}")
+        for uid in uids:
+            if uid not in self.supported_robots:
+                get_robot(uid)  # unknown robots get the registry's own message
+                raise ValueError(
+                    f"{self.env_id} does not support robot {uid!r}; allowed: {', '.join(self.supported_robots)}"
+                )
+        return uids[0] if self.num_robots == 1 else uids
+
     def _load_agent(self, root_pose: sapien.Pose) -> Agent:
+        """The robot of a single-robot task, named "robot"."""
         self.agent = Agent(self.world, get_robot(self.robot_uids), root_pose, "robot")
+        self.agents = [self.agent]
         return self.agent
+
+    def _load_agents(self, root_poses: Sequence[sapien.Pose]) -> list[Agent]:
+        """The robots of a multi-robot task, one per root pose in robot_uids order, named robot_0,
+        robot_1, ...; they collide with each other (each skips only its own link pairs)."""
+        if len(root_poses) != len(self.robot_uids):
+            raise ValueError(f"{len(root_poses)} root poses for robot_uids={self.robot_uids!r}")
+        self.agents = [
+            Agent(self.world, get_robot(uid), pose, f"robot_{k}", ignore_bit=SELF_COLLISION_BIT - k)
+            for k, (uid, pose) in enumerate(zip(self.robot_uids, root_poses))
+        ]
+        self.agent = self.agents[0]
+        return self.agents
 
     # ---- gymnasium API ----------------------------------------------------------------------
     def _initialize(self, env_idx: torch.Tensor) -> None:
@@ -217,8 +251,9 @@ class BaseEnv(gym.Env):
 
     # ---- observations -------------------------------------------------------------------------
     def get_obs_dict(self, info: dict[str, torch.Tensor]) -> dict[str, Any]:
+        robots = {a.name: {"qpos": a.qpos, "qvel": a.qvel} for a in self.agents}
         return {
-            "agent": {"qpos": self.agent.qpos, "qvel": self.agent.qvel},
+            "agent": robots if self.num_robots > 1 else robots[self.agent.name],
             "extra": self._extra_obs(info),
         }
 
@@ -241,7 +276,8 @@ class BaseEnv(gym.Env):
         idx = slice(None) if env_idx is None else torch.as_tensor(env_idx, dtype=torch.long)
         for k in self.task_state:
             getattr(self, k)[idx] = state["task"][k].reshape(getattr(self, k)[idx].shape)
-        self.agent.sync_targets()
+        for agent in self.agents:
+            agent.sync_targets()
 
     def get_state(self) -> torch.Tensor:
         """(N, D): every dynamic actor's pose and velocity, each articulation's root pose,

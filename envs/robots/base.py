@@ -3,6 +3,13 @@
 A robot is one file that calls `register_robot(RobotSpec(...))`: its URDF/SRDF, which joints
 form the arm and the gripper, its TCP link, drive gains, keyframes and gripper range. Tasks and
 controllers only use these accessors, never joint indices of their own.
+
+Gripper convention (tests/test_robots.py checks it for every robot): two prismatic finger
+joints whose travel sums to the gap between the finger pads (the pads meet at zero); the TCP
+link sits between the pads, z pointing out of the gripper, and the fingers close along its y
+axis. The grasp detector (`Agent.is_grasping`) and scripted grasps rely on nothing else.
+The "rest" keyframe puts the TCP above the table pointing down when the base stands at the
+tasks' ROBOT_ROOT, with PickCube's workspace reachable from it.
 """
 
 from __future__ import annotations

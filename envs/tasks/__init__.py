@@ -9,4 +9,5 @@ from envs.tasks import (  # noqa: F401
     pull_cube,
     push_cube,
     stack_cube,
+    two_robot_pick_cube,
 )

@@ -86,6 +86,7 @@ class CartPole:
         self.group: ArticulationGroup = world.add_articulation(
             name, lambda scene, i, pose: _build(scene, world.visual, pose, f"{name}_{i}"), sapien.Pose([0, 0, 1.0])
         )
+        self.name = name
         self.targets = torch.zeros(world.num_envs, 1)  # (N, 1) cart position targets
 
     def set_drive(self, stiffness: float, damping: float) -> None:
@@ -164,6 +165,7 @@ class CartpoleBalanceBenchmarkEnv(BaseEnv):
 
     def _load_scene(self) -> None:
         self.agent = CartPole(self.world)
+        self.agents = [self.agent]
 
     def _make_controller(self) -> CartController:
         return CART_CONTROLLERS[self.control_mode](self.agent)

@@ -27,7 +27,7 @@ GOAL_THRESHOLD = 0.025
 
 @register_env("PickCube-v1", max_episode_steps=100)
 class PickCubeEnv(BaseEnv):
-    supported_robots = ("panda",)
+    supported_robots = ("panda", "ur5e")
     task_state = ("goal_pos",)
 
     def _load_scene(self) -> None:

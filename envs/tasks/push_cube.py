@@ -31,7 +31,7 @@ GOAL_RADIUS = 0.05
 
 @register_env("PushCube-v1", max_episode_steps=100)
 class PushCubeEnv(BaseEnv):
-    supported_robots = ("panda",)
+    supported_robots = ("panda", "ur5e")
     task_state = ("goal_pos",)
     cube_x = (-0.2, 0.0)  # range of the cube's x at reset
     goal_dx = (0.12, 0.2)  # range of the goal's x offset from the cube

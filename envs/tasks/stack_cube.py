@@ -34,7 +34,7 @@ Z_TOLERANCE = 0.005
 
 @register_env("StackCube-v1", max_episode_steps=150)
 class StackCubeEnv(BaseEnv):
-    supported_robots = ("panda",)
+    supported_robots = ("panda", "ur5e")
 
     def _load_scene(self) -> None:
         build_table(self.world)

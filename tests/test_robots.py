@@ -1,0 +1,120 @@
+"""Every registered robot: its files load in SAPIEN and mplib and agree with our kinematics, its
+gripper follows the convention the grasp detector and scripts rely on, and from its rest
+keyframe at the task's ROBOT_ROOT it reaches all of PickCube's workspace pointing down."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from envs.core.pose import axis_angle_to_quat, quat_angle, quat_apply, quat_mul
+from envs.robots import get_robot, robot_uids
+from envs.robots.kinematics import ChainKinematics
+
+pytestmark = pytest.mark.parametrize("uid", robot_uids())
+
+
+def _kinematics(spec):
+    return ChainKinematics(spec.model, spec.tcp_link, spec.arm_indices)
+
+
+def _random_qpos(spec, n, seed):
+    rng = np.random.default_rng(seed)
+    joints = spec.model.active_joints
+    return torch.tensor(rng.uniform([j.lower for j in joints], [j.upper for j in joints], (n, len(joints))))
+
+
+def _zero_pose(model, link):
+    """(4, 4) pose of `link` in the root frame with every joint at zero."""
+    m = np.eye(4)
+    for joint in model.chain_to(link):
+        m = m @ joint.origin.matrix()
+    return m
+
+
+def test_fk_matches_physx_and_mplib(make, uid):
+    import mplib
+
+    spec = get_robot(uid)
+    env = make("PickCube-v1", num_envs=4, robot_uids=uid)
+    base = env.unwrapped
+    agent = base.agent
+    qpos = _random_qpos(spec, 4, seed=0).float()
+    agent.reset_to(qpos, torch.arange(4))
+    ours = agent.tcp_pose
+    physx = agent.group.link_pose(spec.tcp_link)
+    assert (ours[:, :3] - physx[:, :3]).norm(dim=1).max() < 1e-4
+    assert quat_angle(ours[:, 3:], physx[:, 3:]).max() < 1e-3
+
+    planner = mplib.Planner(urdf=str(spec.urdf), srdf=str(spec.srdf), move_group=spec.tcp_link)
+    assert planner.user_joint_names == spec.active_joint_names
+    assert not planner.check_for_self_collision(np.array(spec.rest_qpos))
+    tcp_index = planner.user_link_names.index(spec.tcp_link)
+    root = _kinematics(spec).tcp_pose(qpos[:, agent.arm].double())
+    for q, pose in zip(qpos.double().numpy(), root):
+        planner.pinocchio_model.compute_forward_kinematics(q)
+        theirs = planner.pinocchio_model.get_link_pose(tcp_index)
+        assert np.allclose(theirs.p, pose[:3].numpy(), atol=1e-5)
+        assert quat_angle(torch.tensor(theirs.q, dtype=torch.float64), pose[3:]) < 1e-4
+
+
+def test_gripper_convention(uid):
+    """Two prismatic fingers that close along the TCP's y axis; their pads meet at the TCP's
+    y = 0 when the finger joints are at zero (so gripper_opening is the gap between the pads), and
+    the TCP lies between the pads along z."""
+    spec = get_robot(uid)
+    model = spec.model
+    tcp = _zero_pose(model, spec.tcp_link)
+    tcp_inv = np.linalg.inv(tcp)
+    joints = {j.name: j for j in model.joints}
+    assert len(spec.gripper_joints) == 2
+    for name in spec.gripper_joints:
+        joint = joints[name]
+        assert joint.kind == "prismatic" and joint.lower == 0.0
+        finger = tcp_inv @ _zero_pose(model, joint.child)  # finger link in the TCP frame
+        axis = finger[:3, :3] @ np.asarray(joint.axis)
+        side = np.sign(axis[1])
+        assert np.allclose(axis, [0.0, side, 0.0], atol=1e-6)  # opens along +-y
+        (pad,) = [g for g in model.links[model.link_index(joint.child)].collisions if g.kind == "box"]
+        centre = finger @ np.append(pad.origin.xyz, 1.0)
+        assert abs(centre[1] - side * pad.size[1] / 2) < 1e-6  # inner face at y = 0
+        assert centre[2] - pad.size[2] / 2 < 0.0 < centre[2] + pad.size[2] / 2  # TCP between the pads
+
+
+def test_rest_pose_points_down_above_the_workspace(make, uid):
+    env = make("PickCube-v1", num_envs=1, robot_uids=uid)
+    base = env.unwrapped
+    agent = base.agent
+    agent.reset_to(torch.tensor([agent.spec.rest_qpos]), torch.arange(1))
+    tcp = agent.tcp_pose[0]
+    assert tcp[:2].abs().max() < 0.1 and 0.1 < tcp[2] < 0.3  # over the cube's square
+    z_axis = quat_apply(tcp[3:], torch.tensor([0.0, 0.0, 1.0]))
+    y_axis = quat_apply(tcp[3:], torch.tensor([0.0, 1.0, 0.0]))
+    assert z_axis[2] < -0.999 and y_axis[1].abs() > 0.999  # pointing down, fingers closing along y
+    root = agent.spec.model.links[0].name  # the base stands on the table
+    for name, link in agent.group.links[0].items():
+        if name != root and link.collision_shapes:
+            assert link.compute_global_aabb_tight()[0, 2] > 0.05, f"{name} is not clear of the table"
+
+
+def test_pick_cube_workspace_reachable_from_rest(uid):
+    """IK from the rest keyframe reaches every corner of PickCube's cube/goal box (20 x 20 cm,
+    2-32 cm up) pointing down at any cube yaw, within the joint limits."""
+    from envs.tasks.common import ROBOT_ROOT
+
+    spec = get_robot(uid)
+    kin = _kinematics(spec)
+    corners = torch.tensor([[x, y, z] for x in (-0.1, 0.1) for y in (-0.1, 0.1) for z in (0.02, 0.32)])
+    yaws = torch.tensor([-math.pi / 4, 0.0, math.pi / 4])
+    pos = corners.repeat_interleave(len(yaws), 0) - torch.tensor(ROBOT_ROOT.p, dtype=torch.float32)
+    yaw = yaws.repeat(len(corners))[:, None]
+    down = torch.tensor([0.0, 1.0, 0.0, 0.0]).expand(len(yaw), 4)
+    quat = quat_mul(down, axis_angle_to_quat(torch.cat((torch.zeros(len(yaw), 2), yaw), 1)))
+    target = torch.cat((pos, quat), 1).double()
+    q = torch.tensor([spec.rest_qpos], dtype=torch.float64)[:, spec.arm_indices].expand(len(target), -1)
+    for _ in range(10):  # as pd_ee_pose does over ten control steps
+        q = kin.ik(target, q)
+    reached = kin.tcp_pose(q)
+    assert (reached[:, :3] - target[:, :3]).norm(dim=1).max() < 1e-3
+    assert quat_angle(reached[:, 3:], target[:, 3:]).max() < 1e-2
