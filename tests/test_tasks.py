@@ -37,6 +37,11 @@ def _pick_cube(base):
     _put(base, "cube", _at(base.goal_pos))
 
 
+def _two_robot_pick_cube(base):
+    for k in range(base.num_robots):
+        _put(base, f"cube_{k}", _at(base.goal_pos[:, k]))
+
+
 def _cube_on_goal(base):
     pos = base.goal_pos.clone()
     pos[:, 2] = base.cube_half_sizes[:, 2]
@@ -85,6 +90,7 @@ SUCCESS_STATES = {
     "PullCube-v1": _cube_on_goal,
     "PushCube-v1": _cube_on_goal,
     "StackCube-v1": _stack_cube,
+    "TwoRobotPickCube-v1": _two_robot_pick_cube,
 }
 # tasks whose success state is one the physics keeps: it must survive 10 steps of a holding action
 STABLE = {"LiftPegUpright-v1", "PullCube-v1", "PushCube-v1", "StackCube-v1"}
