@@ -15,6 +15,7 @@ import torch
 import envs
 from envs.modes import ObsMode
 from envs.parallel import ParallelEnv, WorkerDiedError
+from envs.parallel.worker import STEP
 
 ENV_IDS = envs.env_ids()
 REPO = Path(__file__).resolve().parents[1]
@@ -236,3 +237,16 @@ def test_parent_exit_leaves_no_process_or_shared_memory(how):
         time.sleep(0.05)
     assert not any(_alive(p) for p in pids)
     assert not any(n.startswith(f"skillforge_{parent}_") for n in _shm())
+
+
+def test_an_interrupted_call_leaves_the_env_in_step(make):
+    """Ctrl-C while the parent waits leaves replies owed; the next call collects them first."""
+    env = make(num_envs=4, num_workers=2)
+    first, _ = env.reset(seed=0)
+    for k in range(env.num_workers):  # a step sent, its replies never read: as if interrupted
+        env._send(k, STEP, "stepping")
+    again, _ = env.reset(seed=0)
+    assert torch.equal(first, again)
+    env._send(0, STEP, "stepping")
+    obs, *_ = env.step(np.zeros(env.action_space.shape, np.float32))
+    assert env.elapsed_steps.tolist() == [2, 2, 1, 1]

@@ -128,6 +128,7 @@ class ParallelEnv(gym.Env):
         self._closed = False
         self._procs: list = []
         self._conns: list[Connection] = []
+        self._outstanding = [0] * self.num_workers  # replies each worker still owes
         self._segments: list[_Segment] = []
         self._finalizer = weakref.finalize(self, _shutdown, os.getpid(), self._procs, self._conns, self._segments)
         try:
@@ -149,6 +150,7 @@ class ParallelEnv(gym.Env):
             child_end.close()
             self._procs.append(p)
             self._conns.append(parent_end)
+            self._outstanding[k] = 1  # its description
         descriptions = self._gather(range(self.num_workers), "starting")
         d = descriptions[0]
         for k, other in enumerate(descriptions):
@@ -187,10 +189,13 @@ class ParallelEnv(gym.Env):
             raise WorkerDiedError(death) if death else RuntimeError("the parallel env is closed")
 
     def _send(self, k: int, data: bytes, what: str) -> None:
+        while self._outstanding[k]:  # the reply to a call that was interrupted (Ctrl-C) comes first
+            self._receive(k, "finishing an interrupted call")
         try:
             self._conns[k].send_bytes(data)
         except OSError:
             self._died(k, what)
+        self._outstanding[k] += 1
 
     def _send_all(self, data: bytes, workers: Sequence[int] | None = None) -> list[int]:
         ks = range(self.num_workers) if workers is None else workers
@@ -198,20 +203,30 @@ class ParallelEnv(gym.Env):
             self._send(k, data, "receiving a command")
         return list(ks)
 
+    def _receive(self, k: int, what: str) -> bytes:
+        """Worker k's next reply. Its pipe reads end-of-file as soon as it dies; one that has not
+        answered within `poll_s` is also checked for being alive."""
+        conn = self._conns[k]
+        try:
+            while not conn.poll(self.poll_s):
+                if not self._procs[k].is_alive():
+                    self._died(k, what)
+            data = conn.recv_bytes()
+        except (EOFError, OSError):
+            self._died(k, what)
+        self._outstanding[k] -= 1
+        return data
+
+    def _settle(self) -> None:
+        """Wait out replies still owed by an interrupted call before the shared buffers are written."""
+        for k in range(self.num_workers):
+            while self._outstanding[k]:
+                self._receive(k, "finishing an interrupted call")
+
     def _gather(self, workers: Sequence[int], what: str) -> list[Any]:
         """Each worker's reply, in order; raises the first worker error, or WorkerDiedError as soon
-        as a worker is gone: its pipe reads end-of-file when it dies, and a worker that has not
-        answered within `poll_s` is checked for being alive."""
-        replies: dict[int, bytes] = {}
-        for k in workers:
-            conn = self._conns[k]
-            try:
-                while not conn.poll(self.poll_s):
-                    if not self._procs[k].is_alive():
-                        self._died(k, what)
-                replies[k] = conn.recv_bytes()
-            except (EOFError, OSError):
-                self._died(k, what)
+        as a worker is gone."""
+        replies = {k: self._receive(k, what) for k in workers}
         out, error = [], None
         for k in workers:
             data = replies[k]
@@ -293,6 +308,7 @@ class ParallelEnv(gym.Env):
     def step(self, action):
         a = self._check_action(action)
         self._check_open()
+        self._settle()
         self._views[("action",)].copy_(a)
         for k in range(self.num_workers):
             self._send(k, STEP, "stepping")
