@@ -6,8 +6,8 @@ import gymnasium as gym
 import numpy as np
 import pytest
 import torch
-from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.utils.env_checker import data_equivalence
+from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from envs.adapters import GymVectorEnv
