@@ -1,11 +1,12 @@
 """Throughput benchmark: random actions in a batched env.
 
     python -m envs.benchmark -e PickCube-v1 --num-envs 64 --steps 1000 [--obs-mode state]
-        [--control-mode pd_joint_delta_pos] [--robot-uids panda ur5e]
+        [--control-mode pd_joint_delta_pos] [--robot-uids panda ur5e] [--num-workers 1]
 
 Prints FPS (env steps per second, summed over envs), PSPS (parallel steps per second: calls of
 env.step), CPU FPS (env steps per second of this process's CPU time), the process's CPU RSS
-(total, and the increase per env from building and warming up the env), and GPU memory when
+(total, and the increase per env from building and warming up the env; with worker processes
+the sum over this process and its workers, each counting the shared libraries it maps), and GPU memory when
 CUDA is present. Episodes that end are reset inside the timed loop, as in training; random
 actions keep every robot moving.
 
@@ -28,8 +29,8 @@ import envs
 from envs.modes import ControlMode, ObsMode
 
 
-def rss_mb() -> float:
-    with open("/proc/self/status") as f:
+def rss_mb(pid: int | str = "self") -> float:
+    with open(f"/proc/{pid}/status") as f:
         for line in f:
             if line.startswith("VmRSS:"):
                 return int(line.split()[1]) / 1024
@@ -39,14 +40,23 @@ def rss_mb() -> float:
 class _Timed:
     """One env under test: built, warmed up, then stepped in blocks with its time accumulated."""
 
-    def __init__(self, env_id: str, num_envs: int, obs_mode: str, control_mode: str, robot_uids, warmup: int):
+    def __init__(
+        self, env_id: str, num_envs: int, obs_mode: str, control_mode: str, robot_uids, warmup: int, num_workers: int = 1
+    ):
         rss0 = rss_mb()
         robots = {} if robot_uids is None else {"robot_uids": robot_uids}
-        self.env = gym.make(env_id, num_envs=num_envs, obs_mode=obs_mode, control_mode=control_mode, **robots)
+        self.env = gym.make(
+            env_id, num_envs=num_envs, obs_mode=obs_mode, control_mode=control_mode, num_workers=num_workers, **robots
+        )
+        self.num_workers = num_workers
         self.env.reset(seed=0)
         self.step(warmup)
-        self.rss_per_env = (rss_mb() - rss0) / num_envs
+        self.rss_per_env = (self.rss() - rss0) / num_envs
         self.wall = self.cpu = 0.0
+
+    def rss(self) -> float:
+        """This process's RSS plus that of the env's worker processes (if any)."""
+        return rss_mb() + sum(rss_mb(pid) for pid in getattr(self.env.unwrapped, "worker_pids", []))
 
     def step(self, steps: int) -> None:
         env = self.env
@@ -73,10 +83,11 @@ def run_all(
     robot_uids: list[str | tuple[str, ...] | None],
     warmup: int = 20,
     block: int = 10,
+    num_workers: int = 1,
 ) -> list[dict]:
     """One result per entry of robot_uids (None: the task's default). All envs are built first,
     then stepped in turn, `block` steps each, so that every one sees the same machine load."""
-    runs = [_Timed(env_id, num_envs, obs_mode, control_mode, uids, warmup) for uids in robot_uids]
+    runs = [_Timed(env_id, num_envs, obs_mode, control_mode, uids, warmup, num_workers) for uids in robot_uids]
     done = 0
     while done < steps:
         n = min(block, steps - done)
@@ -88,6 +99,7 @@ def run_all(
         result = {
             "env_id": env_id,
             "num_envs": num_envs,
+            "num_workers": num_workers,
             "obs_mode": obs_mode,
             "control_mode": control_mode,
             "robot_uids": r.env.unwrapped.robot_uids,
@@ -95,7 +107,7 @@ def run_all(
             "fps": steps * num_envs / r.wall,
             "psps": steps / r.wall,
             "cpu_fps": steps * num_envs / r.cpu,
-            "rss_mb": rss_mb(),
+            "rss_mb": r.rss(),
             "rss_per_env_mb": r.rss_per_env,
         }
         if torch.cuda.is_available():
@@ -105,8 +117,10 @@ def run_all(
     return results
 
 
-def run(env_id: str, num_envs: int, steps: int, obs_mode: str, control_mode: str, robot_uids=None, warmup: int = 20) -> dict:
-    return run_all(env_id, num_envs, steps, obs_mode, control_mode, [robot_uids], warmup)[0]
+def run(
+    env_id: str, num_envs: int, steps: int, obs_mode: str, control_mode: str, num_workers: int = 1, robot_uids=None, warmup: int = 20
+) -> dict:
+    return run_all(env_id, num_envs, steps, obs_mode, control_mode, [robot_uids], warmup, num_workers=num_workers)[0]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -122,6 +136,7 @@ def main(argv: list[str] | None = None) -> int:
         "for a multi-robot task "
         f"(robots: {', '.join(envs.robots.robot_uids())}; default: the task's own)",
     )
+    p.add_argument("-w", "--num-workers", type=int, default=1, help="worker processes (1: everything in this process)")
     p.add_argument("--json", action="store_true", help="print one JSON line per env instead of text")
     args = p.parse_args(argv)
     try:
@@ -129,7 +144,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.num_envs < 1 or args.steps < 1:
             raise ValueError("--num-envs and --steps must be >= 1")
         uids = [None if e is None else (e if "," not in e else tuple(e.split(","))) for e in args.robot_uids]
-        for r in run_all(env_id, args.num_envs, args.steps, args.obs_mode, args.control_mode, uids):
+        for r in run_all(
+            env_id, args.num_envs, args.steps, args.obs_mode, args.control_mode, uids, num_workers=args.num_workers
+        ):
             report(r, args.json)
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
@@ -142,7 +159,8 @@ def report(r: dict, as_json: bool) -> None:
         print(json.dumps(r))
         return
     robots = r["robot_uids"] if isinstance(r["robot_uids"], str) else ",".join(r["robot_uids"])
-    print(f"{r['env_id']}  robots={robots}  N={r['num_envs']}  obs={r['obs_mode']}  control={r['control_mode']}  steps={r['steps']}")
+    workers = f"  workers={r['num_workers']}" if r["num_workers"] > 1 else ""
+    print(f"{r['env_id']}  robots={robots}  N={r['num_envs']}  obs={r['obs_mode']}  control={r['control_mode']}  steps={r['steps']}{workers}")
     print(f"FPS  {r['fps']:.0f} env-steps/s")
     print(f"PSPS {r['psps']:.1f} parallel steps/s")
     print(f"CPU  {r['cpu_fps']:.0f} env-steps per CPU-second")

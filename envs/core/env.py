@@ -95,6 +95,15 @@ class BaseEnv(gym.Env):
     supported_control_modes: tuple[ControlMode, ...] = tuple(ControlMode)
     task_state: tuple[str, ...] = ()
 
+    def __new__(cls, *args: Any, num_workers: int = 1, **kwargs: Any):
+        """`num_workers` other than 1 builds an `envs.parallel.ParallelEnv` instead: the same batched
+        API with the envs spread over that many worker processes (each runs this class in-process)."""
+        if num_workers == 1:
+            return super().__new__(cls)
+        from envs.parallel import ParallelEnv  # imported here: envs.parallel builds on this module
+
+        return ParallelEnv(cls, num_workers, *args, **kwargs)
+
     def __init__(
         self,
         num_envs: int = 1,
@@ -106,7 +115,11 @@ class BaseEnv(gym.Env):
         max_episode_steps: int | None = None,
         sim_backend: str = "physx_cpu",
         render_mode: str | None = None,
+        num_workers: int = 1,
+        first_env_index: int = 0,
     ):
+        """num_workers: handled by `__new__` (1 here). first_env_index: the global index of env 0, set
+        by a parallel env's workers so that every env sits at its own grid place in the scene."""
         if int(num_envs) < 1:
             raise ValueError(f"num_envs must be >= 1, got {num_envs}")
         if sim_freq % control_freq != 0:
@@ -126,7 +139,7 @@ class BaseEnv(gym.Env):
         self.max_episode_steps = int(max_episode_steps or self.default_max_episode_steps)
         self.render_mode = render_mode
 
-        self.world = BatchedWorld(self.num_envs, self.sim_freq)
+        self.world = BatchedWorld(self.num_envs, self.sim_freq, first_index=int(first_env_index))
         self._load_scene()
         self.controller: Controller = self._make_controller()
         self.rng = BatchRNG(self.num_envs)

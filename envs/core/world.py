@@ -200,13 +200,15 @@ class ArticulationGroup(_Cached):
 class BatchedWorld:
     """Owns the PhysX scene and every per-env entity, in creation order."""
 
-    def __init__(self, num_envs: int, sim_freq: int, visual: bool = False):
+    def __init__(self, num_envs: int, sim_freq: int, visual: bool = False, first_index: int = 0):
+        """first_index: the global index of env 0 (a worker of a parallel env holds a slice)."""
         self.num_envs = num_envs
         self.visual = visual  # build visual shapes (needs a render system and a Vulkan device)
         self.scene = sapien.Scene([sapien.physx.PhysxCpuSystem()])
         self.scene.set_timestep(1.0 / sim_freq)
         self.offsets = torch.tensor(
-            [[(i % ROW) * SPACING, (i // ROW) * SPACING, 0.0] for i in range(num_envs)], dtype=torch.float32
+            [[(i % ROW) * SPACING, (i // ROW) * SPACING, 0.0] for i in range(first_index, first_index + num_envs)],
+            dtype=torch.float32,
         )
         self.clock = Clock()
         self.actors: dict[str, ActorGroup] = {}

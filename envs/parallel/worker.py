@@ -1,0 +1,166 @@
+"""A parallel env's worker process: one in-process batched env holding a contiguous slice of the envs.
+
+Protocol over the worker's pipe (parent -> worker, then one reply):
+* `STEP` (raw bytes): step with the action rows in shared memory, write the results there; reply `OK`.
+* a pickled `(command, *args)` tuple for everything else; reply `OK` or a pickled
+  `("ok", value)` / `("err", exception, traceback text)`.
+The first message the worker sends is its description (or the error that stopped its env being
+built); it then waits for `("attach", segment name, layout)`.
+"""
+
+from __future__ import annotations
+
+import pickle
+import signal
+import traceback
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from multiprocessing.shared_memory import SharedMemory
+from typing import Any
+
+import torch
+
+from envs.parallel.layout import Layout, Path, fields_of, flatten
+
+STEP = b"s"
+OK = b"\x00"
+
+
+@dataclass(frozen=True)
+class WorkerSpec:
+    env_cls: type
+    kwargs: dict[str, Any]
+    index: int
+    first: int  # global index of the worker's first env
+    num_envs: int
+
+
+def observe(env) -> tuple[Any, dict[str, torch.Tensor]]:
+    """What `reset` returns, without resetting anything: every env's observation and info now."""
+    info = env.evaluate()
+    info["elapsed_steps"] = env.elapsed_steps.clone()
+    return env.get_obs(info), info
+
+
+def describe(env) -> dict[str, Any]:
+    """What the parent needs to build its spaces and the shared layout."""
+    obs, info = observe(env)
+    return {
+        "fields": fields_of(obs, ("obs",)) + fields_of(info, ("info",)),
+        "single_action_space": env.single_action_space,
+        "observation_space": env.observation_space,
+        "attrs": {
+            k: getattr(env, k)
+            for k in ("env_id", "obs_mode", "control_mode", "sim_backend", "robot_uids", "sim_freq", "control_freq", "max_episode_steps")
+        },
+    }
+
+
+def _error(exc: BaseException) -> bytes:
+    tb = traceback.format_exc()
+    try:
+        return pickle.dumps(("err", exc, tb))
+    except Exception:  # an exception that does not pickle travels as its text
+        return pickle.dumps(("err", RuntimeError(f"{type(exc).__name__}: {exc}"), tb))
+
+
+class Worker:
+    def __init__(self, conn: Connection, spec: WorkerSpec):
+        self.conn = conn
+        self.spec = spec
+        self.env = spec.env_cls(num_envs=spec.num_envs, first_env_index=spec.first, **spec.kwargs)
+        self.segment: SharedMemory | None = None
+        self.views: dict[Path, torch.Tensor] = {}
+
+    def attach(self, name: str, layout: Layout) -> None:
+        self.segment = SharedMemory(name=name)
+        rows = slice(self.spec.first, self.spec.first + self.spec.num_envs)
+        self.views = layout.tensors(self.segment.buf, rows)
+
+    def write(self, tree: Any, prefix: Path) -> None:
+        for path, value in flatten(tree, prefix):
+            view = self.views.get(path)
+            if view is None or view.shape != value.shape:
+                got = None if view is None else tuple(view.shape)
+                raise RuntimeError(f"{'/'.join(path)} has shape {tuple(value.shape)}; the shared layout has {got}")
+            view.copy_(value)
+
+    def step(self) -> None:
+        action = self.views[("action",)].clone()  # the env may keep it; the parent rewrites the buffer
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        self.write(obs, ("obs",))
+        self.write(info, ("info",))
+        self.views[("reward",)].copy_(reward)
+        self.views[("terminated",)].copy_(terminated)
+        self.views[("truncated",)].copy_(truncated)
+
+    def reset(self, env_idx: list[int] | None, seeds: list[int] | None, options: dict) -> None:
+        if env_idx is not None and len(env_idx) == 0:
+            obs, info = observe(self.env)
+        else:
+            options = dict(options) if env_idx is None else {**options, "env_idx": env_idx}
+            obs, info = self.env.reset(seed=seeds, options=options)
+        self.write(obs, ("obs",))
+        self.write(info, ("info",))
+        self.views[("episode_seeds",)].copy_(self.env.episode_seeds)
+
+    def handle(self, command: str, *args: Any) -> Any:
+        if command == "reset":
+            return self.reset(*args)
+        if command == "call":
+            name, call_args, call_kwargs = args
+            return getattr(self.env, name)(*call_args, **call_kwargs)
+        if command == "get_attr":
+            return getattr(self.env, args[0])
+        if command == "set_attr":
+            return setattr(self.env, args[0], args[1])
+        if command == "attach":
+            return self.attach(*args)
+        raise ValueError(f"unknown worker command {command!r}")
+
+    def serve(self) -> None:
+        conn = self.conn
+        while True:
+            data = conn.recv_bytes()
+            try:
+                if data == STEP:
+                    self.step()
+                    conn.send_bytes(OK)
+                    continue
+                command, *args = pickle.loads(data)
+                if command == "close":
+                    return
+                result = self.handle(command, *args)
+                conn.send_bytes(OK if result is None else pickle.dumps(("ok", result)))
+            except Exception as e:
+                conn.send_bytes(_error(e))
+
+    def close(self) -> None:
+        self.views = {}
+        self.env.close()
+        if self.segment is not None:
+            try:
+                self.segment.close()
+            except BufferError:  # something still views it; the mapping goes with the process
+                pass
+
+
+def run_worker(conn: Connection, spec: WorkerSpec) -> None:
+    """Process entry point. Ctrl-C is the parent's to handle; a parent that goes away ends the loop."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    torch.set_num_threads(1)  # one core per worker: the parent spreads envs, not torch ops
+    worker = None
+    try:
+        try:
+            worker = Worker(conn, spec)
+            conn.send_bytes(pickle.dumps(("ok", describe(worker.env))))
+        except Exception as e:
+            conn.send_bytes(_error(e))
+            return
+        worker.serve()
+    except (EOFError, OSError):  # the parent closed its end of the pipe or exited
+        pass
+    finally:
+        if worker is not None:
+            worker.close()
+        conn.close()

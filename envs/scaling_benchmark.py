@@ -1,0 +1,83 @@
+"""Scaling over worker processes: `envs.benchmark` for each number of workers, one table.
+
+    python -m envs.scaling_benchmark --workers 1 2 4 8 16 [--num-envs N | --envs-per-worker n]
+        [--steps 200] [-e PickCube-v1] [--obs-mode state] [--control-mode pd_joint_delta_pos]
+
+Fixed N (strong scaling) by default, N = 64 x the largest worker count, so that the largest run
+still holds 64 envs per worker; `--envs-per-worker n` gives every run n envs per worker instead
+(weak scaling). Speed-up and efficiency are against the first worker count given; W = 1 runs
+in-process. The machine's load average is printed before and after: other processes on the
+machine take cores from the runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import sys
+
+import envs
+from envs.benchmark import run
+from envs.modes import ControlMode, ObsMode
+
+
+def cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown CPU"
+
+
+def load_average() -> str:
+    try:
+        return " ".join(f"{x:.2f}" for x in os.getloadavg())
+    except OSError:
+        return "unknown"
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m envs.scaling_benchmark", description=__doc__.split("\n\n")[0])
+    p.add_argument("-e", "--env-id", default="PickCube-v1", help=f"one of: {', '.join(envs.env_ids())}")
+    p.add_argument("--workers", type=int, nargs="+", default=[1, 2], help="worker counts to run, in order")
+    size = p.add_mutually_exclusive_group()
+    size.add_argument("-n", "--num-envs", type=int, help="N for every run (default: 64 x the largest worker count)")
+    size.add_argument("--envs-per-worker", type=int, help="N = this x workers for each run")
+    p.add_argument("--steps", type=int, default=200, help="timed env.step calls per run")
+    p.add_argument("-o", "--obs-mode", default="state", help=f"one of: {', '.join(m.value for m in ObsMode)}")
+    p.add_argument("-c", "--control-mode", default="pd_joint_delta_pos", help=f"one of: {', '.join(m.value for m in ControlMode)}")
+    args = p.parse_args(argv)
+    try:
+        env_id = envs.check_env_id(args.env_id)
+        if min(args.workers) < 1 or args.steps < 1 or min(args.num_envs or 1, args.envs_per_worker or 1) < 1:
+            raise ValueError("--workers, --num-envs, --envs-per-worker and --steps must be >= 1")
+        sizes = [
+            args.num_envs or 64 * max(args.workers) if args.envs_per_worker is None else args.envs_per_worker * w
+            for w in args.workers
+        ]
+        for w, n in zip(args.workers, sizes):
+            if w > n:
+                raise ValueError(f"{w} workers need at least {w} envs, got --num-envs {n}")
+        print(f"machine: {os.cpu_count()} cores, {cpu_model()}; load average {load_average()}")
+        print(f"{env_id}  obs={args.obs_mode}  control={args.control_mode}  steps={args.steps}")
+        print(f"{'workers':>7} {'N':>6} {'FPS':>9} {'PSPS':>8} {'speed-up':>9} {'efficiency':>10} {'RSS MB':>8}")
+        first = None
+        for w, n in zip(args.workers, sizes):
+            r = run(env_id, n, args.steps, args.obs_mode, args.control_mode, num_workers=w)
+            first = first or (w, r["fps"])
+            speedup = r["fps"] / first[1]
+            efficiency = speedup / (w / first[0])
+            print(f"{w:>7} {n:>6} {r['fps']:>9.0f} {r['psps']:>8.1f} {speedup:>8.2f}x {efficiency:>9.0%} {r['rss_mb']:>8.0f}", flush=True)
+        print(f"load average after: {load_average()}")
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
