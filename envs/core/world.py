@@ -203,6 +203,7 @@ class BatchedWorld:
     def __init__(self, num_envs: int, sim_freq: int, visual: bool = False, first_index: int = 0):
         """first_index: the global index of env 0 (a worker of a parallel env holds a slice)."""
         self.num_envs = num_envs
+        self.first_index = first_index
         self.visual = visual  # build visual shapes (needs a render system and a Vulkan device)
         self.scene = sapien.Scene([sapien.physx.PhysxCpuSystem()])
         self.scene.set_timestep(1.0 / sim_freq)

@@ -78,8 +78,8 @@ class PegInsertionSideEnv(BaseEnv):
 
     def _load_scene(self) -> None:
         build_table(self.world)
-        s, n = self.geometry_seed, self.num_envs
-        self.geometry_seeds = [int(s) + k for k in range(n)] if np.isscalar(s) else [int(x) for x in s]
+        s, n, first = self.geometry_seed, self.num_envs, self.world.first_index
+        self.geometry_seeds = [int(s) + first + k for k in range(n)] if np.isscalar(s) else [int(x) for x in s]
         if len(self.geometry_seeds) != n:
             raise ValueError(f"geometry_seed has {len(self.geometry_seeds)} seeds for {n} envs")
         sizes = []
