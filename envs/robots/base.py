@@ -1,8 +1,9 @@
 """What the core needs to know about a robot, and the registry `robot_uids` is looked up in.
 
 A robot is one file that calls `register_robot(RobotSpec(...))`: its URDF/SRDF, which joints
-form the arm and the gripper, its TCP link, drive gains, keyframes and gripper range. Tasks and
-controllers only use these accessors, never joint indices of their own.
+form the arm and the gripper, its TCP link, drive gains, keyframes, gripper range and the
+cameras it carries. Tasks and controllers only use these accessors, never joint indices of
+their own.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from functools import cached_property
 from pathlib import Path
 
 from envs.robots.urdf import RobotModel, load_urdf
+from envs.sensors.config import CameraConfig
 
 ASSETS = Path(__file__).parent / "assets"
 
@@ -40,6 +42,7 @@ class RobotSpec:
     ee_delta_pos: float = 0.1  # m
     ee_delta_rot: float = 0.1  # rad
     joint_vel: float = 1.0  # rad/s for pd_joint_vel
+    cameras: tuple[CameraConfig, ...] = ()  # observation cameras the robot carries (mount: a link name)
 
     @cached_property
     def model(self) -> RobotModel:
