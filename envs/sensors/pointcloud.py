@@ -12,14 +12,20 @@ from __future__ import annotations
 import torch
 
 
-def lift(position: torch.Tensor, cam_to_env: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """position: (N, H, W, 4) int32 camera-space mm (OpenGL axes) + id; cam_to_env: (N, 4, 4).
-    Returns xyz (N, H*W, 3) float32 in the env frame (m) and valid (N, H*W) bool."""
-    n = position.shape[0]
-    cam = position[..., :3].reshape(n, -1, 3).float() / 1000.0  # (N, HW, 3)
-    valid = position[..., 2].reshape(n, -1) < 0  # OpenGL cameras look along -z
-    xyz = cam @ cam_to_env[:, :3, :3].transpose(1, 2) + cam_to_env[:, None, :3, 3]
-    return xyz, valid
+def lift(depth_um: torch.Tensor, intrinsics: torch.Tensor, extrinsics: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """depth_um: (N, H, W) int32 depth in micrometres (0 = nothing); intrinsics (N, 3, 3) and
+    extrinsics (N, 3, 4) as in the observation. Returns xyz (N, H*W, 3) float32 in the env
+    frame (m), each pixel unprojected through its centre, and valid (N, H*W) bool."""
+    n, h, w = depth_um.shape
+    d = depth_um.reshape(n, -1).double() / 1e6  # (N, HW) m
+    v, u = torch.meshgrid(torch.arange(h, dtype=torch.float64) + 0.5, torch.arange(w, dtype=torch.float64) + 0.5, indexing="ij")
+    k = intrinsics.double()
+    x = (u.reshape(1, -1) - k[:, 0, 2:3]) / k[:, 0, 0:1] * d  # (N, HW)
+    y = (v.reshape(1, -1) - k[:, 1, 2:3]) / k[:, 1, 1:2] * d
+    cam = torch.stack((x, y, d), -1)  # (N, HW, 3) OpenCV camera frame
+    r, t = extrinsics[:, :, :3].double(), extrinsics[:, :, 3].double()
+    xyz = (cam - t[:, None]) @ r  # R^T (p - t), row-vector form
+    return xyz.float(), d > 0
 
 
 def sample(valid: torch.Tensor, points: int, generator: torch.Generator) -> torch.Tensor:

@@ -15,7 +15,8 @@ Observation layout (N envs; H, W per camera):
     obs["pointcloud"]["rgb"]              (N, P, 3) uint8
     obs["pointcloud"]["segmentation"]     (N, P, 1) int16
 
-Only the cameras' pictures that the obs mode needs are read back.
+Each camera renders one picture per step (colour, depth and ids together, see camera.py);
+the obs mode decides what is cut from it.
 """
 
 from __future__ import annotations
@@ -27,13 +28,19 @@ import torch
 
 from envs.core.world import BatchedWorld
 from envs.modes import ObsMode
-from envs.sensors import pointcloud
+from envs.sensors import camera, pointcloud
 from envs.sensors.camera import BatchedCamera, make_component
 from envs.sensors.config import CameraConfig, SensorSettings, look_at
 
-# what each visual obs mode reads from the cameras
-_NEEDS_COLOR = {ObsMode.RGB, ObsMode.RGBD, ObsMode.POINTCLOUD}
-_NEEDS_POSITION = {ObsMode.DEPTH, ObsMode.RGBD, ObsMode.SEGMENTATION, ObsMode.POINTCLOUD}
+# the images each visual obs mode keeps per camera, and how each is cut from the camera's picture
+_KEYS = {
+    ObsMode.RGB: ("rgb",),
+    ObsMode.DEPTH: ("depth",),
+    ObsMode.RGBD: ("rgb", "depth"),
+    ObsMode.SEGMENTATION: ("segmentation",),
+    ObsMode.POINTCLOUD: (),
+}
+_CUT = {"rgb": camera.rgb_of, "depth": camera.depth_of, "segmentation": camera.segmentation_of}
 
 AMBIENT = (0.3, 0.3, 0.32)
 SUN = (look_at((0.0, 0.0, 0.0), (0.3, 0.5, -1.0)), (0.75, 0.73, 0.7))  # pose (x axis = direction), colour
@@ -117,25 +124,17 @@ class Sensors:
         self._update_render()
         for cam in self.cameras.values():
             cam.take_picture()
-        color, position = mode in _NEEDS_COLOR, mode in _NEEDS_POSITION
         out: dict[str, Any] = {"cameras": {}}
         clouds = []
         for uid, cam in self.cameras.items():
-            entry: dict[str, torch.Tensor] = {}
-            rgb = cam.color() if color else None
-            pos = cam.position() if position else None
-            if mode is ObsMode.POINTCLOUD:
-                xyz, valid = pointcloud.lift(pos, cam.cam_to_env())
-                clouds.append((xyz, rgb.reshape(xyz.shape), cam.segmentation_of(pos).reshape(*valid.shape, 1), valid))
-            else:
-                if mode in (ObsMode.RGB, ObsMode.RGBD):
-                    entry["rgb"] = rgb
-                if mode in (ObsMode.DEPTH, ObsMode.RGBD):
-                    entry["depth"] = cam.depth_of(pos)
-                if mode is ObsMode.SEGMENTATION:
-                    entry["segmentation"] = cam.segmentation_of(pos)
+            raw = cam.read()  # (N, H, W, 4) int32
+            entry = {key: _CUT[key](raw) for key in _KEYS[mode]}
             entry["intrinsics"] = cam.intrinsics()
             entry["extrinsics"] = cam.extrinsics()
+            if mode is ObsMode.POINTCLOUD:
+                xyz, valid = pointcloud.lift(camera.depth_um_of(raw), entry["intrinsics"], entry["extrinsics"])
+                n = raw.shape[0]
+                clouds.append((xyz, camera.rgb_of(raw).reshape(n, -1, 3), camera.segmentation_of(raw).reshape(n, -1, 1), valid))
             out["cameras"][uid] = entry
         if clouds:
             xyz, rgb, seg, valid = (torch.cat(parts, 1) for parts in zip(*clouds))
@@ -155,5 +154,5 @@ class Sensors:
         cam = cams[uid] if uid is not None else next(iter(cams.values()))
         self._update_render()
         cam.take_picture()
-        return cam.color()
+        return camera.rgb_of(cam.read())
 

@@ -1,8 +1,11 @@
 #version 450
 // SkillForge's camera shader, fragment stage: one pass, Lambert shading (ambient plus the
-// scene's directional lights, no shadows, no specular), written straight to two pictures:
-//   Color                 rgba, gamma 2.2
-//   PositionSegmentation  int: camera-space position in mm (OpenGL axes, -z forward), entity id
+// scene's directional lights, no shadows, no specular), written straight to ONE int picture,
+// "Camera", so that a camera costs one read-back whatever the obs mode:
+//   x  colour, gamma 2.2, packed r | g << 8 | b << 16
+//   y  depth along the optical axis, micrometres
+//   z  entity id (segmentation)
+//   w  1 where a surface was drawn (the picture is cleared to 0)
 // It replaces SAPIEN's physically based shaders because software rendering (lavapipe) pays for
 // every instruction per pixel; see docs/PERFORMANCE.md, "Cameras".
 
@@ -60,8 +63,7 @@ layout(location = 1) in vec3 inCameraNormal;
 layout(location = 2) in vec2 inUV;
 layout(location = 3) in flat int inEntityId;
 
-layout(location = 0) out vec4 outRgb;
-layout(location = 1) out ivec4 outPositionSegmentation;
+layout(location = 0) out ivec4 outCamera;
 
 void main() {
   vec4 albedo = materialBuffer.baseColor;
@@ -79,6 +81,7 @@ void main() {
     light += max(dot(n, towards), 0.0) * sceneBuffer.directionalLights[i].emission.rgb;
   }
   vec3 rgb = materialBuffer.emission.rgb + albedo.rgb * light;
-  outRgb = vec4(pow(clamp(rgb, 0.0, 1.0), vec3(1.0 / 2.2)), 1.0);
-  outPositionSegmentation = ivec4(ivec3(round(inCameraPosition * 1000.0)), inEntityId);
+  ivec3 c = ivec3(round(pow(clamp(rgb, 0.0, 1.0), vec3(1.0 / 2.2)) * 255.0));
+  int depth = int(round(-inCameraPosition.z * 1.0e6));  // OpenGL camera space looks along -z
+  outCamera = ivec4(c.r | (c.g << 8) | (c.b << 16), depth, inEntityId, 1);
 }
