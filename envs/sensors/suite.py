@@ -75,7 +75,7 @@ class Sensors:
     def __init__(self, world: BatchedWorld, settings: SensorSettings, seed: int = 0):
         self.world = world
         self.settings = settings
-        for scene in world.scenes:
+        for scene in {id(s): s for s in world.scenes}.values():  # each render system once
             _light(scene)
         self.cameras = {c.uid: self._build(c) for c in settings.cameras}
         self.render_cameras = {c.uid: self._build(c) for c in settings.render_cameras}
