@@ -14,6 +14,7 @@ Conventions of what leaves this module (all poses env-local, as everywhere in Sk
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -35,21 +36,30 @@ def make_component(config: CameraConfig) -> sapien.render.RenderCameraComponent:
     return cam
 
 
-def rgb_of(raw: torch.Tensor) -> torch.Tensor:  # (N, H, W, 4) int32 -> (N, H, W, 3) uint8
-    packed = raw[..., 0:1]
-    return torch.cat((packed & 255, (packed >> 8) & 255, (packed >> 16) & 255), -1).to(torch.uint8)
+# The cuts below run in numpy: torch spreads element-wise work on large tensors over its
+# intra-op threads, which on a loaded two-core machine made them 50x slower (docs/PERFORMANCE.md).
+_LITTLE_ENDIAN = sys.byteorder == "little"
 
 
-def depth_um_of(raw: torch.Tensor) -> torch.Tensor:  # (N, H, W) int32 micrometres, 0 = nothing
+def rgb_of(raw: np.ndarray) -> torch.Tensor:  # (N, H, W, 4) int32 -> (N, H, W, 3) uint8
+    packed = np.ascontiguousarray(raw[..., 0])
+    if _LITTLE_ENDIAN:  # the packed int's bytes are r, g, b, 0
+        rgb = packed.view(np.uint8).reshape(*packed.shape, 4)[..., :3]
+    else:
+        rgb = np.stack((packed & 255, (packed >> 8) & 255, (packed >> 16) & 255), -1).astype(np.uint8)
+    return torch.from_numpy(np.ascontiguousarray(rgb))
+
+
+def depth_um_of(raw: np.ndarray) -> np.ndarray:  # (N, H, W) int32 micrometres, 0 = nothing
     return raw[..., 1]
 
 
-def depth_of(raw: torch.Tensor) -> torch.Tensor:  # (N, H, W, 1) int16 millimetres, 0 = nothing
-    return torch.div(raw[..., 1:2] + 500, 1000, rounding_mode="floor").clamp_(0, DEPTH_MAX_MM).to(torch.int16)
+def depth_of(raw: np.ndarray) -> torch.Tensor:  # (N, H, W, 1) int16 millimetres, 0 = nothing
+    return torch.from_numpy(np.clip((raw[..., 1:2] + 500) // 1000, 0, DEPTH_MAX_MM).astype(np.int16))
 
 
-def segmentation_of(raw: torch.Tensor) -> torch.Tensor:  # (N, H, W, 1) int16 entity ids, 0 = nothing
-    return raw[..., 2:3].to(torch.int16)
+def segmentation_of(raw: np.ndarray) -> torch.Tensor:  # (N, H, W, 1) int16 entity ids, 0 = nothing
+    return torch.from_numpy(raw[..., 2:3].astype(np.int16))
 
 
 class BatchedCamera:
@@ -65,8 +75,8 @@ class BatchedCamera:
         for c in self.components:
             c.take_picture()
 
-    def read(self) -> torch.Tensor:  # (N, H, W, 4) int32, see the module docstring
-        return torch.from_numpy(np.stack([c.get_picture(PICTURE) for c in self.components]))
+    def read(self) -> np.ndarray:  # (N, H, W, 4) int32, see the module docstring
+        return np.stack([c.get_picture(PICTURE) for c in self.components])
 
     def intrinsics(self) -> torch.Tensor:  # (N, 3, 3)
         return self._intrinsics

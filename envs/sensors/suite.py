@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import sapien
 import torch
 
@@ -79,7 +80,8 @@ class Sensors:
             _light(scene)
         self.cameras = {c.uid: self._build(c) for c in settings.cameras}
         self.render_cameras = {c.uid: self._build(c) for c in settings.render_cameras}
-        self.generator = torch.Generator().manual_seed(seed)
+        self.rng = np.random.default_rng(seed)  # point-cloud sampling
+        self._rays = {uid: pointcloud.pixel_rays(c.intrinsics().numpy(), c.config.height, c.config.width) for uid, c in self.cameras.items()}
         self._rendered_version = -1
         self.segmentation_ids = self._segmentation_ids()
 
@@ -110,7 +112,7 @@ class Sensors:
         return ids
 
     def seed(self, seed: int) -> None:
-        self.generator.manual_seed(int(seed))
+        self.rng = np.random.default_rng(int(seed))
 
     def _update_render(self) -> None:
         """Copy the simulated poses into every env's render system, once per scene change."""
@@ -132,17 +134,17 @@ class Sensors:
             entry["intrinsics"] = cam.intrinsics()
             entry["extrinsics"] = cam.extrinsics()
             if mode is ObsMode.POINTCLOUD:
-                xyz, valid = pointcloud.lift(camera.depth_um_of(raw), entry["intrinsics"], entry["extrinsics"])
+                xyz, valid = pointcloud.lift(camera.depth_um_of(raw), self._rays[uid], entry["extrinsics"].numpy())
                 n = raw.shape[0]
-                clouds.append((xyz, camera.rgb_of(raw).reshape(n, -1, 3), camera.segmentation_of(raw).reshape(n, -1, 1), valid))
+                clouds.append((xyz, camera.rgb_of(raw).numpy().reshape(n, -1, 3), camera.segmentation_of(raw).numpy().reshape(n, -1, 1), valid))
             out["cameras"][uid] = entry
         if clouds:
-            xyz, rgb, seg, valid = (torch.cat(parts, 1) for parts in zip(*clouds))
-            idx = pointcloud.sample(valid, self.settings.pointcloud_points, self.generator)  # (N, P)
+            xyz, rgb, seg, valid = (np.concatenate(parts, 1) for parts in zip(*clouds))
+            idx = pointcloud.sample(valid, self.settings.pointcloud_points, self.rng)[..., None]  # (N, P, 1)
             out["pointcloud"] = {
-                "xyz": xyz.gather(1, idx[..., None].expand(-1, -1, 3)),
-                "rgb": rgb.gather(1, idx[..., None].expand(-1, -1, 3)),
-                "segmentation": seg.gather(1, idx[..., None]),
+                "xyz": torch.from_numpy(np.take_along_axis(xyz, idx, 1)),
+                "rgb": torch.from_numpy(np.take_along_axis(rgb, idx, 1)),
+                "segmentation": torch.from_numpy(np.take_along_axis(seg, idx, 1)),
             }
         return out
 
