@@ -96,6 +96,7 @@ def run(
         "psps": steps / dt,
         "rss_mb": rss1,
         "rss_per_env_mb": (rss1 - rss0) / num_envs,
+        "torch_threads": torch.get_num_threads(),
     }
     if torch.cuda.is_available():
         result["gpu_mem_mb"] = torch.cuda.max_memory_allocated() / 2**20
@@ -123,8 +124,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--cam-width", type=int, help="width of every observation camera (default: the task's, 128)")
     p.add_argument("--cam-height", type=int, help="height of every observation camera (default: the task's, 128)")
     p.add_argument("--cam-fov", type=float, help="vertical field of view of every observation camera (radians)")
+    p.add_argument(
+        "--torch-threads", type=int,
+        help="torch intra-op threads (default: torch's own). On a shared 2-core machine 1 was up to 7x faster: docs/PERFORMANCE.md",
+    )
     p.add_argument("--json", action="store_true", help="print one JSON line instead of text")
     args = p.parse_args(argv)
+    if args.torch_threads is not None:
+        torch.set_num_threads(args.torch_threads)
     cams = {"width": args.cam_width, "height": args.cam_height, "fov": args.cam_fov}
     sensor_configs = {k: v for k, v in cams.items() if v is not None} or None
     try:
@@ -138,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         print(json.dumps(r))
     else:
-        print(f"{r['env_id']}  N={r['num_envs']}  obs={r['obs_mode']}  control={r['control_mode']}  steps={r['steps']}")
+        print(f"{r['env_id']}  N={r['num_envs']}  obs={r['obs_mode']}  control={r['control_mode']}  steps={r['steps']}  torch threads={r['torch_threads']}")
         print(f"FPS  {r['fps']:.0f} env-steps/s")
         print(f"PSPS {r['psps']:.1f} parallel steps/s")
         print(f"RSS  {r['rss_mb']:.0f} MB ({r['rss_per_env_mb']:.2f} MB per env)")

@@ -3,7 +3,6 @@
 import imageio
 import numpy as np
 import pytest
-import torch
 
 from envs import doctor
 from envs.benchmark import main as benchmark_main
