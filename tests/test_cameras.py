@@ -167,6 +167,8 @@ def test_sensor_configs_override_and_validate(make):
         make("PickCube-v1", obs_mode="rgb", sensor_configs={"hand_camera": {"zoom": 2}})
     with pytest.raises(ValueError, match="width must be an integer"):
         make("PickCube-v1", obs_mode="rgb", sensor_configs={"width": 0})
+    with pytest.raises(ValueError, match="unknown camera mount 'wrist'; allowed: table, cube, robot/panda_link0"):
+        make("PickCube-v1", obs_mode="rgb", sensor_configs={"hand_camera": {"mount": "wrist"}})
 
 
 def test_pointcloud_is_reproducible_with_a_seed(make):
@@ -206,3 +208,15 @@ def test_state_modes_need_no_vulkan():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=environ, timeout=300)
     assert out.returncode == 0, out.stderr
     assert "ERROR SAPIEN found no usable Vulkan device" in out.stdout and "envs.doctor" in out.stdout
+
+
+@pytest.mark.parametrize("target", [(1.0, 2.0, -0.5), (0.0, 0.0, -3.0), (-2.0, 0.0, 0.0), (0.0, -1.0, 0.0)])
+def test_look_at_points_the_camera_x_axis_at_the_target(target):
+    eye = torch.tensor([0.2, -0.1, 0.5])
+    pose = torch.tensor(look_at(eye.tolist(), target))
+    forward = envs.core.pose.quat_apply(pose[3:], torch.tensor([1.0, 0.0, 0.0]))
+    up = envs.core.pose.quat_apply(pose[3:], torch.tensor([0.0, 0.0, 1.0]))
+    direction = torch.tensor(target) - eye
+    assert torch.allclose(pose[:3], eye) and torch.allclose(pose[3:].norm(), torch.tensor(1.0), atol=1e-6)
+    assert torch.allclose(forward, direction / direction.norm(), atol=1e-5)
+    assert up[2] >= -1e-6  # image up is never upside down
