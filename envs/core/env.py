@@ -175,8 +175,10 @@ class BaseEnv(gym.Env):
         return info["success"].float()
 
     def _default_sensor_configs(self) -> list[CameraConfig]:
-        """Observation cameras: a base camera looking at the env origin, plus the robot's own."""
-        return [default_base_camera(), *self.agent.spec.cameras]
+        """Observation cameras: a base camera looking at the env origin, plus the robot's own
+        (an actuated object that is not a robot, with no `spec`, carries none)."""
+        spec = getattr(self.agent, "spec", None)
+        return [default_base_camera(), *(spec.cameras if spec is not None else ())]
 
     def _default_render_camera_configs(self) -> list[CameraConfig]:
         """Human-view cameras for render(); the first is the one rendered."""
