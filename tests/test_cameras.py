@@ -62,7 +62,6 @@ def test_visual_obs_layout(make, env_id, obs_mode):
         assert pc["rgb"].shape == (N, 500, 3) and pc["rgb"].dtype == torch.uint8
         assert pc["segmentation"].shape == (N, 500, 1) and pc["segmentation"].dtype == torch.int16
         assert (pc["segmentation"] > 0).all()  # only points that hit something
-        assert pc["xyz"].std(1).min() > 0.01
     for key, space in env.observation_space["cameras"].items():
         for name, box in space.items():
             assert box.shape == tuple(obs["cameras"][key][name].shape)
