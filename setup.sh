@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Sets up SkillForge in ./.venv on a fresh machine (python3 + pip): torch's CPU build first, so the
 # project's own `torch` requirement does not pull a CUDA build, then the project and its pins.
+# On a machine without a GPU it also installs Mesa's lavapipe (software Vulkan, scripts/lavapipe.sh)
+# so that cameras render; `python -m envs.doctor` reports which Vulkan device SAPIEN uses.
 #   bash setup.sh          # the package and its command-line tools
-#   bash setup.sh --test   # ... plus what the tests need
+#   bash setup.sh --test   # ... plus what the tests need (the camera tests render: lavapipe is required)
 set -euo pipefail
 cd "$(dirname "$0")"
 extras=""
@@ -12,4 +14,14 @@ py=.venv/bin/python
 $py -m pip install -q --upgrade pip
 $py -c "import torch" 2>/dev/null || $py -m pip install -q torch==2.13.0
 $py -m pip install -q -e ".${extras}"
+if ls /dev/nvidiactl /dev/dri/renderD* >/dev/null 2>&1; then
+  echo "GPU device found: cameras render with its Vulkan driver"
+elif bash scripts/lavapipe.sh >/dev/null; then
+  echo "no GPU: cameras render with lavapipe (software Vulkan)"
+elif [ -n "$extras" ]; then
+  echo "setup.sh: installing lavapipe failed; the camera tests need it (see scripts/lavapipe.sh)" >&2
+  exit 1
+else
+  echo "setup.sh: warning: lavapipe not installed; state obs modes work, visual ones need a Vulkan device" >&2
+fi
 echo "SkillForge is set up in .venv (torch $($py -c 'import torch; print(torch.__version__)'))"

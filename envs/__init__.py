@@ -12,6 +12,6 @@ warnings.filterwarnings("ignore", message="Failed to find system libvulkan")
 from envs import robots, tasks  # noqa: F401  (registers robots and tasks)
 from envs.core.env import BaseEnv
 from envs.core.registry import check_env_id, env_ids
-from envs.modes import ControlMode, ObsMode, SimBackend
+from envs.modes import ControlMode, ObsMode, RenderMode, SimBackend
 
-__all__ = ["BaseEnv", "ControlMode", "ObsMode", "SimBackend", "check_env_id", "env_ids"]
+__all__ = ["BaseEnv", "ControlMode", "ObsMode", "RenderMode", "SimBackend", "check_env_id", "env_ids"]

@@ -12,6 +12,23 @@ class ObsMode(enum.Enum):
     NONE = "none"
     STATE = "state"
     STATE_DICT = "state_dict"
+    RGB = "rgb"
+    DEPTH = "depth"
+    RGBD = "rgbd"
+    POINTCLOUD = "pointcloud"
+    SEGMENTATION = "segmentation"
+
+    @property
+    def visual(self) -> bool:
+        """Observations hold camera data, so the env renders (and needs a Vulkan device)."""
+        return self not in (ObsMode.NONE, ObsMode.STATE, ObsMode.STATE_DICT)
+
+
+class RenderMode(enum.Enum):
+    """What env.render() gives: frames of a human-view camera, or a window."""
+
+    RGB_ARRAY = "rgb_array"
+    HUMAN = "human"
 
 
 class ControlMode(enum.Enum):

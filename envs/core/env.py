@@ -14,7 +14,11 @@ Episodes and resets
 
 A task subclasses `BaseEnv` and fills in a few hooks over batched state: `_load_scene`,
 `_initialize_episode`, `evaluate`, `_extra_obs`, `compute_dense_reward`; `task_state` names
-task tensors (such as a goal) that belong to the full state.
+task tensors (such as a goal) that belong to the full state; `_default_sensor_configs` its
+cameras (by default a base camera plus the robot's own).
+
+Visual obs modes (rgb, depth, rgbd, pointcloud, segmentation) and render modes are served by
+`envs.sensors` (layout in envs/sensors/suite.py); only then is a render system made.
 
 A task without a robot (e.g. a cart-pole) sets `self.agent` (and `self.agents = [self.agent]`) to
 its own actuated articulation (`name`, `qpos`, `qvel`, `sync_targets()`), overrides `_make_controller` and lists the control modes it
@@ -43,8 +47,9 @@ from envs.controllers import Controller, MultiController, make_controller
 from envs.core.agent import Agent
 from envs.core.build import SELF_COLLISION_BIT
 from envs.core.world import BatchedWorld
-from envs.modes import ControlMode, ObsMode, SimBackend, parse_mode
+from envs.modes import ControlMode, ObsMode, RenderMode, SimBackend, parse_mode
 from envs.robots import get_robot
+from envs.sensors.config import CameraConfig, default_base_camera, default_render_camera, resolve_sensor_configs
 
 
 class BatchRNG:
@@ -77,17 +82,19 @@ def _flatten(tree: dict[str, Any]) -> list[torch.Tensor]:
     return out
 
 
+def _box(v: torch.Tensor) -> gym.spaces.Box:
+    if v.dtype.is_floating_point:
+        return gym.spaces.Box(-np.inf, np.inf, tuple(v.shape), np.float32)
+    dtype = np.dtype(str(v.dtype).removeprefix("torch."))  # images: uint8, int16
+    return gym.spaces.Box(np.iinfo(dtype).min, np.iinfo(dtype).max, tuple(v.shape), dtype)
+
+
 def _space(tree: dict[str, Any]) -> gym.spaces.Dict:
-    return gym.spaces.Dict(
-        {
-            k: _space(v) if isinstance(v, dict) else gym.spaces.Box(-np.inf, np.inf, tuple(v.shape), np.float32)
-            for k, v in tree.items()
-        }
-    )
+    return gym.spaces.Dict({k: _space(v) if isinstance(v, dict) else _box(v) for k, v in tree.items()})
 
 
 class BaseEnv(gym.Env):
-    metadata = {"render_modes": []}
+    metadata = {"render_modes": [m.value for m in RenderMode]}
     env_id: str = ""
     default_max_episode_steps: int = 100
     supported_robots: tuple[str, ...] = ("panda",)  # uids any of the task's robots may be
@@ -117,6 +124,7 @@ class BaseEnv(gym.Env):
         render_mode: str | None = None,
         num_workers: int = 1,
         first_env_index: int = 0,
+        sensor_configs: dict[str, Any] | None = None,
     ):
         """num_workers: handled by `__new__` (1 here). first_env_index: the global index of env 0, set
         by a parallel env's workers so that every env sits at its own grid place in the scene."""
@@ -124,10 +132,15 @@ class BaseEnv(gym.Env):
             raise ValueError(f"num_envs must be >= 1, got {num_envs}")
         if sim_freq % control_freq != 0:
             raise ValueError(f"sim_freq ({sim_freq}) must be a multiple of control_freq ({control_freq})")
-        if render_mode is not None:
-            raise ValueError(f"render_mode {render_mode!r} is not available yet; allowed: None")
         self.num_envs = int(num_envs)
         self.obs_mode = parse_mode(ObsMode, obs_mode, "obs mode")
+        if render_mode is not None:
+            mode = parse_mode(RenderMode, render_mode, "render mode")
+            if mode is RenderMode.HUMAN:
+                from envs.sensors.viewer import require_display
+
+                require_display()
+            render_mode = mode.value
         self.control_mode = parse_mode(ControlMode, control_mode, "control mode")
         self.sim_backend = parse_mode(SimBackend, sim_backend, "sim backend")
         if self.control_mode not in self.supported_control_modes:
@@ -138,9 +151,23 @@ class BaseEnv(gym.Env):
         self.sim_steps_per_control = self.sim_freq // self.control_freq
         self.max_episode_steps = int(max_episode_steps or self.default_max_episode_steps)
         self.render_mode = render_mode
+        self._viewer = None
 
-        self.world = BatchedWorld(self.num_envs, self.sim_freq, first_index=int(first_env_index))
+        self.world = BatchedWorld(
+            self.num_envs,
+            self.sim_freq,
+            visual=self.obs_mode.visual or render_mode is not None,
+            first_index=int(first_env_index),
+        )
         self._load_scene()
+        self.sensor_settings = resolve_sensor_configs(
+            self._default_sensor_configs(), self._default_render_camera_configs(), sensor_configs
+        )
+        self.sensors = None
+        if self.world.visual:
+            from envs.sensors.suite import Sensors  # render code only for envs that render
+
+            self.sensors = Sensors(self.world, self.sensor_settings)
         self.controller: Controller = self._make_controller()
         self.rng = BatchRNG(self.num_envs)
         self.elapsed_steps = torch.zeros(self.num_envs, dtype=torch.int32)
@@ -185,6 +212,19 @@ class BaseEnv(gym.Env):
         `apply(action)`, and lists the modes it accepts in `supported_control_modes`."""
         controllers = [make_controller(self.control_mode, agent) for agent in self.agents]
         return controllers[0] if len(controllers) == 1 else MultiController(controllers)
+
+    def _default_sensor_configs(self) -> list[CameraConfig]:
+        """Observation cameras: a base camera looking at the env origin, plus the robot's own
+        (an actuated object that is not a robot, with no `spec`, carries none; nor do the robots of
+        a multi-robot task, whose link names repeat)."""
+        spec = getattr(self.agent, "spec", None)
+        if spec is None or self.num_robots > 1:  # several robots: their link names would collide
+            return [default_base_camera()]
+        return [default_base_camera(), *spec.cameras]
+
+    def _default_render_camera_configs(self) -> list[CameraConfig]:
+        """Human-view cameras for render(); the first is the one rendered."""
+        return [default_render_camera()]
 
     # ---- helpers for tasks ----------------------------------------------------------------
     def _parse_robot_uids(self, robot_uids: str | Sequence[str]) -> str | tuple[str, ...]:
@@ -235,6 +275,8 @@ class BaseEnv(gym.Env):
         else:
             seeds = [int(s) for s in self._seed_source.integers(0, 2**31 - 1, len(env_idx))]
         self.rng.seed(env_idx.tolist(), seeds)
+        if self.sensors is not None and seed is not None:
+            self.sensors.seed(seeds[0])
         self.episode_seeds[env_idx] = torch.tensor(seeds, dtype=torch.int64)
         self._initialize(env_idx)
         info = self.evaluate()
@@ -274,9 +316,30 @@ class BaseEnv(gym.Env):
         if self.obs_mode is ObsMode.NONE:
             return torch.zeros(self.num_envs, 0)
         tree = self.get_obs_dict(info)
+        if self.obs_mode.visual:
+            return {**tree, **self.sensors.observe(self.obs_mode)}
         if self.obs_mode is ObsMode.STATE_DICT:
             return tree
         return torch.cat(_flatten(tree), 1)
+
+    @property
+    def segmentation_ids(self) -> dict[str, int]:
+        """Entity name -> its id in segmentation images (0: nothing); the same in every env."""
+        return self.sensors.segmentation_ids if self.sensors is not None else {}
+
+    def render(self):
+        """rgb_array: (N, H, W, 3) uint8 from the human-view camera. human: shows the envs in a
+        window (render_mode chosen at construction)."""
+        if self.render_mode is None:
+            raise ValueError("render() needs render_mode='rgb_array' or 'human' at construction")
+        if self.render_mode == RenderMode.HUMAN.value:
+            if self._viewer is None:
+                from envs.sensors.viewer import HumanViewer
+
+                self._viewer = HumanViewer(self.world)
+            self._viewer.show()
+            return None
+        return self.sensors.render()
 
     # ---- full simulator state ---------------------------------------------------------------
     def get_state_dict(self) -> dict[str, dict[str, torch.Tensor]]:
@@ -314,4 +377,8 @@ class BaseEnv(gym.Env):
         self.set_state_dict(tree, env_idx)
 
     def close(self) -> None:
+        if self._viewer is not None:
+            self._viewer.close()
+            self._viewer = None
+        self.sensors = None
         self.world = None

@@ -198,15 +198,28 @@ class ArticulationGroup(_Cached):
 
 
 class BatchedWorld:
-    """Owns the PhysX scene and every per-env entity, in creation order."""
+    """Owns the PhysX system and every per-env entity, in creation order.
+
+    All envs share one PhysX CPU system. A state-only world puts every env in one SAPIEN scene;
+    a visual world gives each env its own SAPIEN scene (`scenes[i]`), each with its own render
+    system but all on the shared PhysX system, so physics is the same while env i's cameras see
+    env i alone (docs/PERFORMANCE.md, "Cameras").
+    """
 
     def __init__(self, num_envs: int, sim_freq: int, visual: bool = False, first_index: int = 0):
         """first_index: the global index of env 0 (a worker of a parallel env holds a slice)."""
         self.num_envs = num_envs
         self.first_index = first_index
         self.visual = visual  # build visual shapes (needs a render system and a Vulkan device)
-        self.scene = sapien.Scene([sapien.physx.PhysxCpuSystem()])
-        self.scene.set_timestep(1.0 / sim_freq)
+        self.physx = sapien.physx.PhysxCpuSystem()
+        self.physx.timestep = 1.0 / sim_freq
+        if visual:
+            from envs.sensors.vulkan import render_system  # only visual worlds touch Vulkan
+
+            self.scenes = [sapien.Scene([self.physx, render_system()]) for _ in range(num_envs)]
+        else:
+            self.scenes = [sapien.Scene([self.physx])] * num_envs
+        self.scene = self.scenes[0]  # env 0's scene; build env i's entities in scenes[i]
         self.offsets = torch.tensor(
             [[(i % ROW) * SPACING, (i // ROW) * SPACING, 0.0] for i in range(first_index, first_index + num_envs)],
             dtype=torch.float32,
@@ -219,10 +232,11 @@ class BatchedWorld:
         return sapien.Pose(local.p + self.offsets[i].numpy(), local.q)
 
     def add_actor(self, name: str, build: Callable[[sapien.Scene, int], sapien.Entity], local_pose: sapien.Pose) -> ActorGroup:
-        """`build(scene, i)` builds env i's entity; it is then placed at `local_pose` in env i."""
+        """`build(scene, i)` builds env i's entity in `scene` (env i's); it is then placed at
+        `local_pose` in env i."""
         entities = []
         for i in range(self.num_envs):
-            entity = build(self.scene, i)
+            entity = build(self.scenes[i], i)
             entity.set_pose(self.world_pose(i, local_pose))
             entities.append(entity)
         group = ActorGroup(name, entities, self.offsets, self.clock)
@@ -230,13 +244,13 @@ class BatchedWorld:
         return group
 
     def add_articulation(self, name: str, build: Callable[[sapien.Scene, int, sapien.Pose], object], local_pose: sapien.Pose) -> ArticulationGroup:
-        arts = [build(self.scene, i, self.world_pose(i, local_pose)) for i in range(self.num_envs)]
+        arts = [build(self.scenes[i], i, self.world_pose(i, local_pose)) for i in range(self.num_envs)]
         group = ArticulationGroup(name, arts, self.offsets, self.clock)
         self.articulations[name] = group
         return group
 
     def step(self) -> None:
-        self.scene.step()
+        self.physx.step()
         self.clock.tick()
 
     def state_dict(self) -> dict[str, dict[str, torch.Tensor]]:

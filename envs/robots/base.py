@@ -1,7 +1,8 @@
 """What the core needs to know about a robot, and the registry `robot_uids` is looked up in.
 
 A robot is one file that calls `register_robot(RobotSpec(...))`: its URDF/SRDF, which joints
-form the arm and the gripper, its TCP link, drive gains, keyframes and gripper range. Tasks and
+form the arm and the gripper, its TCP link, drive gains, keyframes, gripper range and the
+cameras it carries. Tasks and
 controllers only use these accessors, never joint indices of their own.
 
 Gripper convention (tests/test_robots.py checks it for every robot): two prismatic finger
@@ -19,6 +20,7 @@ from functools import cached_property
 from pathlib import Path
 
 from envs.robots.urdf import RobotModel, load_urdf
+from envs.sensors.config import CameraConfig
 
 ASSETS = Path(__file__).parent / "assets"
 
@@ -47,6 +49,7 @@ class RobotSpec:
     ee_delta_pos: float = 0.1  # m
     ee_delta_rot: float = 0.1  # rad
     joint_vel: float = 1.0  # rad/s for pd_joint_vel
+    cameras: tuple[CameraConfig, ...] = ()  # observation cameras the robot carries (mount: a link name)
 
     @cached_property
     def model(self) -> RobotModel:

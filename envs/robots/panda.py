@@ -3,6 +3,7 @@
 import math
 
 from envs.robots.base import ASSETS, Drive, RobotSpec, register_robot
+from envs.sensors.config import CameraConfig, look_at
 
 PANDA = register_robot(
     RobotSpec(
@@ -19,5 +20,12 @@ PANDA = register_robot(
         keyframes={
             "rest": (0.0, math.pi / 8, 0.0, -5 * math.pi / 8, 0.0, 3 * math.pi / 4, math.pi / 4, 0.04, 0.04),
         },
+        # on the hand's side, looking along the fingers (hand +z); image up is the hand's +x
+        cameras=(
+            CameraConfig(
+                "hand_camera", 128, 128, fov=math.radians(80), near=0.01, far=10.0,
+                pose=look_at((0.06, 0.0, 0.03), (0.0, 0.0, 0.25), up=(1.0, 0.0, 0.0)), mount="panda_hand",
+            ),
+        ),
     )
 )

@@ -31,6 +31,7 @@ from envs.core.env import BaseEnv, BatchRNG
 from envs.core.registry import register_env
 from envs.core.world import ArticulationGroup, BatchedWorld
 from envs.modes import ControlMode
+from envs.sensors.config import CameraConfig, look_at
 
 RAIL = 1.0  # the cart moves within +-RAIL m
 CART_HALF = (0.1, 0.075, 0.05)
@@ -66,6 +67,8 @@ def _build(scene: sapien.Scene, visual: bool, pose: sapien.Pose, name: str) -> s
     if visual:
         colour = sapien.render.RenderMaterial
         rail.add_box_visual(half_size=[RAIL + CART_HALF[0], 0.01, 0.01], material=colour(base_color=[0.3, 0.3, 0.3, 1]))
+        ground = sapien.Pose([0, 0, -pose.p[2] - 0.01])  # a floor to see under the rail, visual only
+        rail.add_box_visual(ground, half_size=[2.0, 2.0, 0.01], material=colour(base_color=[0.4, 0.4, 0.42, 1]))
         cart.add_box_visual(half_size=list(CART_HALF), material=colour(base_color=[0.2, 0.4, 0.8, 1]))
         pole.add_capsule_visual(along, POLE_RADIUS, POLE_HALF_LENGTH, colour(base_color=[0.85, 0.6, 0.2, 1]))
     for link in (rail, cart, pole):
@@ -166,6 +169,10 @@ class CartpoleBalanceBenchmarkEnv(BaseEnv):
     def _load_scene(self) -> None:
         self.agent = CartPole(self.world)
         self.agents = [self.agent]
+
+    def _default_sensor_configs(self) -> list[CameraConfig]:
+        """One camera 1.8 m in front of the cart's rail, looking at the pole."""
+        return [CameraConfig("base_camera", 128, 128, pose=look_at((0.0, -1.8, 1.4), (0.0, 0.0, 1.3)))]
 
     def _make_controller(self) -> CartController:
         return CART_CONTROLLERS[self.control_mode](self.agent)

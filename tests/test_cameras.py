@@ -1,0 +1,221 @@
+"""Every registered env x visual obs mode: cameras, their images and what they measure.
+
+These tests render: on a CPU-only machine with lavapipe (setup.sh installs it), on a GPU with its
+Vulkan driver. Images are small and N is 2 so the whole file stays fast on two cores.
+"""
+
+import math
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+
+import envs
+from envs.modes import ObsMode
+from envs.sensors.config import look_at
+from envs.tasks.common import TABLE_HALF
+
+ENV_IDS = envs.env_ids()
+VISUAL = [m.value for m in ObsMode if m.visual]
+N = 2
+H, W = 24, 32  # not square, so a swapped height/width shows
+SMALL = {"width": W, "height": H}
+
+
+def _make(make, env_id, obs_mode, **sensor_configs):
+    return make(env_id, num_envs=N, obs_mode=obs_mode, sensor_configs={**SMALL, **sensor_configs})
+
+
+@pytest.mark.parametrize("env_id", ENV_IDS)
+@pytest.mark.parametrize("obs_mode", VISUAL)
+def test_visual_obs_layout(make, env_id, obs_mode):
+    env = _make(make, env_id, obs_mode, pointcloud_points=500)
+    obs, _ = env.reset(seed=0)
+    obs, *_ = env.step(env.action_space.sample())
+    cams = env.unwrapped.sensor_settings.cameras
+    assert {"agent", "extra", "cameras"} <= set(obs) and set(obs["cameras"]) == {c.uid for c in cams}
+    ids = set(env.unwrapped.segmentation_ids.values())
+    for uid, data in obs["cameras"].items():
+        assert data["intrinsics"].shape == (N, 3, 3) and data["intrinsics"].dtype == torch.float32
+        assert data["extrinsics"].shape == (N, 3, 4) and data["extrinsics"].dtype == torch.float32
+        expected = {
+            "rgb": {"rgb"}, "depth": {"depth"}, "rgbd": {"rgb", "depth"}, "segmentation": {"segmentation"}, "pointcloud": set()
+        }[obs_mode]
+        assert set(data) - {"intrinsics", "extrinsics"} == expected
+        for i in range(N):  # every env's image shows something: not one constant value
+            if "rgb" in data:
+                assert data["rgb"].shape == (N, H, W, 3) and data["rgb"].dtype == torch.uint8
+                assert data["rgb"][i].float().std() > 1.0, uid
+            if "depth" in data:
+                assert data["depth"].shape == (N, H, W, 1) and data["depth"].dtype == torch.int16
+                assert data["depth"][i].float().std() > 1.0 and (data["depth"][i] > 0).any(), uid
+            if "segmentation" in data:
+                seg = data["segmentation"]
+                assert seg.shape == (N, H, W, 1) and seg.dtype == torch.int16
+                assert len(seg[i].unique()) >= 2 and set(seg[i].unique().tolist()) <= ids | {0}, uid
+    if obs_mode == "pointcloud":
+        pc = obs["pointcloud"]
+        assert pc["xyz"].shape == (N, 500, 3) and pc["xyz"].dtype == torch.float32 and torch.isfinite(pc["xyz"]).all()
+        assert pc["rgb"].shape == (N, 500, 3) and pc["rgb"].dtype == torch.uint8
+        assert pc["segmentation"].shape == (N, 500, 1) and pc["segmentation"].dtype == torch.int16
+        assert (pc["segmentation"] > 0).all()  # only points that hit something
+    for key, space in env.observation_space["cameras"].items():
+        for name, box in space.items():
+            assert box.shape == tuple(obs["cameras"][key][name].shape)
+
+
+def _table_top_depth(data, i):
+    """Expected depth (mm) of each pixel whose ray meets the table top (z = 0, |x|, |y| within
+    the table), and where it does, from the observed intrinsics and extrinsics."""
+    k, e = data["intrinsics"][i].double(), data["extrinsics"][i].double()
+    h, w = data["depth"].shape[1:3]
+    v, u = torch.meshgrid(torch.arange(h, dtype=torch.float64) + 0.5, torch.arange(w, dtype=torch.float64) + 0.5, indexing="ij")
+    rays = torch.stack((u, v, torch.ones_like(u)), -1) @ torch.linalg.inv(k).T  # (H, W, 3), camera z = 1
+    r, t = e[:, :3], e[:, 3]
+    centre = -(r.T @ t)  # the camera centre in the env frame
+    directions = rays @ r  # (H, W, 3) the rays in the env frame
+    depth = -centre[2] / directions[..., 2]  # where each ray reaches height 0
+    hit = centre + depth[..., None] * directions
+    on_top = (depth > 0) & (hit[..., 0].abs() < TABLE_HALF[0]) & (hit[..., 1].abs() < TABLE_HALF[1])
+    return depth * 1000.0, on_top
+
+
+@pytest.mark.parametrize("env_id", [e for e in ENV_IDS if e != "CartpoleBalanceBenchmark-v1"])  # the tasks on a table
+def test_depth_matches_camera_to_table_distance(make, env_id):
+    """Where segmentation says "table" and the pixel's ray meets the table top, depth equals the
+    distance along the optical axis to the table top (z = 0), from the observed intrinsics and
+    extrinsics."""
+    depth_env = make(env_id, num_envs=N, obs_mode="depth")
+    seg_env = make(env_id, num_envs=N, obs_mode="segmentation")
+    depth, _ = depth_env.reset(seed=4)
+    seg, _ = seg_env.reset(seed=4)
+    table = depth_env.unwrapped.segmentation_ids["table"]
+    checked = 0
+    for uid, data in depth["cameras"].items():
+        for i in range(N):
+            expected, on_top = _table_top_depth(data, i)
+            mask = (seg["cameras"][uid]["segmentation"][i, ..., 0] == table) & on_top
+            measured = data["depth"][i, ..., 0][mask].double()
+            assert (measured - expected[mask]).abs().max() <= 1.5, uid  # depth is whole millimetres
+            checked += int(mask.sum())
+    assert checked > 1000
+
+
+@pytest.mark.parametrize("env_id", [e for e in ENV_IDS if e.startswith("PickCube")])
+def test_pointcloud_cube_points_lie_in_the_cube(make, env_id):
+    env = make(env_id, num_envs=N, obs_mode="pointcloud", sensor_configs={"pointcloud_points": 8192})
+    obs, _ = env.reset(seed=2)
+    base = env.unwrapped
+    cube = base.world.actors["cube"]
+    half = torch.tensor(cube.bodies[0].collision_shapes[0].half_size, dtype=torch.float32)
+    pose = cube.pose()
+    pc = obs["pointcloud"]
+    for i in range(N):
+        pts = pc["xyz"][i][pc["segmentation"][i, :, 0] == base.segmentation_ids["cube"]]  # (k, 3)
+        assert len(pts) >= 10
+        q = pose[i, 3:]
+        local = envs.core.pose.quat_apply(envs.core.pose.quat_conj(q).expand(len(pts), 4), pts - pose[i, :3])
+        assert (local.abs() <= half + 0.002).all()
+        table = pc["xyz"][i][pc["segmentation"][i, :, 0] == base.segmentation_ids["table"]]  # top, sides, floor
+        top = table[(table[:, 0].abs() < TABLE_HALF[0] - 0.01) & (table[:, 1].abs() < TABLE_HALF[1] - 0.01) & (table[:, 2] > -0.5)]
+        assert len(top) > 100 and top[:, 2].abs().max() < 0.002  # the table top is the z = 0 plane
+
+
+@pytest.mark.parametrize("env_id", ENV_IDS)
+def test_cameras_see_their_own_env_only(make, env_id):
+    """A camera looking from env 0 towards env 1 (5 m along x) sees empty space past its own
+    floor, and sees exactly what the same env sees when it is alone (N = 1)."""
+    towards = {"base_camera": {"pose": look_at((0.0, 0.0, 0.5), (5.0, 0.0, 0.0)), "far": 50.0, "fov": 0.8}}
+    alone = make(env_id, num_envs=1, obs_mode="rgbd", sensor_configs={**SMALL, **towards})
+    together = make(env_id, num_envs=3, obs_mode="rgbd", sensor_configs={**SMALL, **towards})
+    a, _ = alone.reset(seed=1)
+    t, _ = together.reset(seed=1)
+    for key in ("rgb", "depth"):
+        assert torch.equal(a["cameras"]["base_camera"][key][0], t["cameras"]["base_camera"][key][0])
+    depth = t["cameras"]["base_camera"]["depth"]
+    assert ((depth == 0).float().mean(dim=(1, 2, 3)) > 0.2).all()  # nothing beyond the env's own floor
+
+
+@pytest.mark.parametrize("env_id", ENV_IDS)
+def test_rendering_does_not_change_physics(make, env_id):
+    seen = make(env_id, num_envs=N, obs_mode="rgbd", sensor_configs=SMALL)
+    blind = make(env_id, num_envs=N, obs_mode="state")
+    seen.reset(seed=3)
+    blind.reset(seed=3)
+    rng = np.random.default_rng(0)
+    for _ in range(5):
+        a = rng.uniform(seen.action_space.low, seen.action_space.high).astype(np.float32)
+        seen.step(a)
+        blind.step(a)
+    assert torch.equal(seen.unwrapped.get_state(), blind.unwrapped.get_state())
+
+
+def test_sensor_configs_override_and_validate(make):
+    env = make("PickCube-v1", num_envs=1, obs_mode="rgb", sensor_configs={"width": 20, "height": 10, "hand_camera": None, "base_camera": {"fov": math.pi / 3}})
+    obs, _ = env.reset(seed=0)
+    assert set(obs["cameras"]) == {"base_camera"}
+    assert obs["cameras"]["base_camera"]["rgb"].shape == (1, 10, 20, 3)
+    fy = obs["cameras"]["base_camera"]["intrinsics"][0, 1, 1].item()
+    assert fy == pytest.approx(5 / math.tan(math.pi / 6), rel=1e-4)
+    with pytest.raises(ValueError, match="unknown sensor_configs key.*'wrist'.*allowed: width, height"):
+        make("PickCube-v1", obs_mode="rgb", sensor_configs={"wrist": {}})
+    with pytest.raises(ValueError, match="camera hand_camera: unknown setting.*'zoom'.*allowed: width"):
+        make("PickCube-v1", obs_mode="rgb", sensor_configs={"hand_camera": {"zoom": 2}})
+    with pytest.raises(ValueError, match="width must be an integer"):
+        make("PickCube-v1", obs_mode="rgb", sensor_configs={"width": 0})
+    with pytest.raises(ValueError, match="unknown camera mount 'wrist'; allowed: table, cube, robot/panda_link0"):
+        make("PickCube-v1", obs_mode="rgb", sensor_configs={"hand_camera": {"mount": "wrist"}})
+
+
+def test_pointcloud_is_reproducible_with_a_seed(make):
+    env = make("PickCube-v1", num_envs=N, obs_mode="pointcloud", sensor_configs={**SMALL, "pointcloud_points": 300})
+    a, _ = env.reset(seed=5)
+    b, _ = env.reset(seed=5)
+    assert torch.equal(a["pointcloud"]["xyz"], b["pointcloud"]["xyz"])
+
+
+@pytest.mark.filterwarnings("ignore:.*render_mode='video'")
+def test_render_rgb_array_and_human_without_display(make, monkeypatch):
+    env = make("PickCube-v1", num_envs=N, obs_mode="state", render_mode="rgb_array", sensor_configs={"render_camera": {"width": 40, "height": 30}})
+    env.reset(seed=0)
+    frames = env.render()
+    assert frames.shape == (N, 30, 40, 3) and frames.dtype == torch.uint8 and frames.float().std() > 1.0
+    assert env.unwrapped.obs_mode is ObsMode.STATE
+    monkeypatch.delenv("DISPLAY", raising=False)
+    monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)
+    with pytest.raises(RuntimeError, match="render_mode='human' opens a window, and this machine has no display"):
+        make("PickCube-v1", render_mode="human")
+    with pytest.raises(ValueError, match="unknown render mode 'video'; allowed: rgb_array, human"):
+        make("PickCube-v1", render_mode="video")
+
+
+def test_state_modes_need_no_vulkan():
+    """With no usable Vulkan driver a state env works, and a visual one says what to do."""
+    code = (
+        "import gymnasium as gym, envs\n"
+        "env = gym.make('PickCube-v1', num_envs=2, obs_mode='state')\n"
+        "env.reset(seed=0); env.step(env.action_space.sample())\n"
+        "try:\n"
+        "    gym.make('PickCube-v1', num_envs=2, obs_mode='rgb')\n"
+        "except RuntimeError as e:\n"
+        "    print('ERROR', e)\n"
+    )
+    environ = {**os.environ, "VK_ICD_FILENAMES": "/nonexistent/icd.json"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=environ, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert "ERROR SAPIEN found no usable Vulkan device" in out.stdout and "envs.doctor" in out.stdout
+
+
+@pytest.mark.parametrize("target", [(1.0, 2.0, -0.5), (0.0, 0.0, -3.0), (-2.0, 0.0, 0.0), (0.0, -1.0, 0.0)])
+def test_look_at_points_the_camera_x_axis_at_the_target(target):
+    eye = torch.tensor([0.2, -0.1, 0.5])
+    pose = torch.tensor(look_at(eye.tolist(), target))
+    forward = envs.core.pose.quat_apply(pose[3:], torch.tensor([1.0, 0.0, 0.0]))
+    up = envs.core.pose.quat_apply(pose[3:], torch.tensor([0.0, 0.0, 1.0]))
+    direction = torch.tensor(target) - eye
+    assert torch.allclose(pose[:3], eye) and torch.allclose(pose[3:].norm(), torch.tensor(1.0), atol=1e-6)
+    assert torch.allclose(forward, direction / direction.norm(), atol=1e-5)
+    assert up[2] >= -1e-6  # image up is never upside down
