@@ -16,12 +16,17 @@ import numpy as np
 from demos.planner import ArmPlanner, PlanRequest
 
 
-def _serve(conn: Connection) -> None:
+def _serve(conn: Connection, owner: int) -> None:
+    """Answer plan requests until told to stop, the pipe closes, or the owning process is gone
+    (a forked sibling may hold a copy of the owner's pipe end, so EOF alone is not enough)."""
     planners: dict[str, ArmPlanner] = {}
     while True:
         try:
+            while not conn.poll(1.0):
+                if os.getppid() != owner:
+                    return
             msg = conn.recv()
-        except EOFError:
+        except (EOFError, OSError):
             return
         if msg is None:
             return
@@ -45,7 +50,7 @@ class PlannerPool:
 
     def _start(self) -> tuple[mp.Process, Connection]:
         parent, child = self.ctx.Pipe()
-        proc = self.ctx.Process(target=_serve, args=(child,), daemon=True)
+        proc = self.ctx.Process(target=_serve, args=(child, os.getpid()), daemon=True)
         proc.start()
         child.close()
         return proc, parent

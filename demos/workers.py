@@ -112,7 +112,7 @@ class GenerationWorkers:
             except (BrokenPipeError, OSError):
                 pass
         for proc, conn in self.slots:
-            proc.join(timeout=3)
+            proc.join(timeout=10)
             if proc.is_alive():
                 proc.kill()
                 proc.join()
