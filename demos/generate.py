@@ -122,7 +122,7 @@ def generate(cfg: GenerateConfig, on_progress: Callable[[Progress], None] | None
         done: dict[int, list] = {}  # finished batches waiting for earlier ones
         next_batch = commit_batch = 0
         while writer.num_episodes < cfg.n:
-            while workers.idle:
+            while workers.idle and (next_batch - commit_batch) * cfg.num_envs < 1.05 * (cfg.n - writer.num_episodes):
                 first = next_attempt + next_batch * cfg.num_envs
                 workers.submit(next_batch, [cfg.seed + (first + b) * k + i for b in range(cfg.num_envs)])
                 next_batch += 1

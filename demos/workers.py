@@ -5,6 +5,7 @@ state); a worker that dies is replaced and its batch counted as failed attempts.
 from __future__ import annotations
 
 import multiprocessing as mp
+import time
 from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
 
@@ -106,15 +107,21 @@ class GenerationWorkers:
                     return batch, None
 
     def close(self) -> None:
-        for proc, conn in self.slots:
+        """Idle workers are told to stop; busy ones are killed (their batch is not wanted, and a
+        result larger than the pipe's buffer would block them until this end reads it)."""
+        for slot, (proc, conn) in enumerate(self.slots):
+            if slot in self.busy:
+                proc.kill()
+                continue
             try:
                 conn.send(None)
             except (BrokenPipeError, OSError):
                 pass
+        deadline = time.monotonic() + 10
         for proc, conn in self.slots:
-            proc.join(timeout=10)
+            proc.join(timeout=max(0.0, deadline - time.monotonic()))
             if proc.is_alive():
                 proc.kill()
                 proc.join()
             conn.close()
-        self.slots = []
+        self.slots, self.busy = [], {}
