@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -63,7 +64,7 @@ class _Timed:
     """One env under test: built, warmed up, then stepped in blocks with its time accumulated."""
 
     def __init__(self, env_id: str, num_envs: int, obs_mode: str, control_mode: str, robot_uids, warmup: int,
-                 num_workers: int = 1, sensor_configs: dict | None = None):
+                 num_workers: int = 1, sensor_configs: dict | None = None, pin_workers: bool = False):
         rss0 = rss_mb()
         self.gpu0 = gpu_used_mb()
         kwargs = {} if robot_uids is None else {"robot_uids": robot_uids}
@@ -73,6 +74,10 @@ class _Timed:
             env_id, num_envs=num_envs, obs_mode=obs_mode, control_mode=control_mode, num_workers=num_workers, **kwargs
         )
         self.num_workers = num_workers
+        if pin_workers:  # worker k on core k (of this process's cores), the parent left unpinned
+            cores = sorted(os.sched_getaffinity(0))
+            for k, pid in enumerate(getattr(self.env.unwrapped, "worker_pids", [])):
+                os.sched_setaffinity(pid, {cores[k % len(cores)]})
         self.env.reset(seed=0)
         self.step(warmup)
         self.rss_per_env = (self.rss() - rss0) / num_envs
@@ -133,11 +138,13 @@ def run_all(
     block: int = 10,
     num_workers: int = 1,
     sensor_configs: dict | None = None,
+    pin_workers: bool = False,
 ) -> list[dict]:
     """One result per entry of robot_uids (None: the task's default). All envs are built first,
     then stepped in turn, `block` steps each, so that every one sees the same machine load."""
     runs = [
-        _Timed(env_id, num_envs, obs_mode, control_mode, uids, warmup, num_workers, sensor_configs) for uids in robot_uids
+        _Timed(env_id, num_envs, obs_mode, control_mode, uids, warmup, num_workers, sensor_configs, pin_workers)
+        for uids in robot_uids
     ]
     done = 0
     while done < steps:
@@ -172,11 +179,11 @@ def run_all(
 
 def run(
     env_id: str, num_envs: int, steps: int, obs_mode: str, control_mode: str, num_workers: int = 1, robot_uids=None,
-    warmup: int = 20, sensor_configs: dict | None = None,
+    warmup: int = 20, sensor_configs: dict | None = None, pin_workers: bool = False,
 ) -> dict:
     return run_all(
         env_id, num_envs, steps, obs_mode, control_mode, [robot_uids], warmup,
-        num_workers=num_workers, sensor_configs=sensor_configs,
+        num_workers=num_workers, sensor_configs=sensor_configs, pin_workers=pin_workers,
     )[0]
 
 

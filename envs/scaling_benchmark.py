@@ -17,6 +17,8 @@ import os
 import platform
 import sys
 
+import torch
+
 import envs
 from envs.benchmark import run
 from envs.modes import ControlMode, ObsMode
@@ -50,7 +52,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--steps", type=int, default=200, help="timed env.step calls per run")
     p.add_argument("-o", "--obs-mode", default="state", help=f"one of: {', '.join(m.value for m in ObsMode)}")
     p.add_argument("-c", "--control-mode", default="pd_joint_delta_pos", help=f"one of: {', '.join(m.value for m in ControlMode)}")
+    p.add_argument(
+        "--torch-threads", type=int, default=1,
+        help="torch threads of this (parent) process; its idle OpenMP threads would spin on the workers' cores",
+    )
+    p.add_argument("--pin", action="store_true", help="pin worker k to core k (the parent stays unpinned)")
     args = p.parse_args(argv)
+    torch.set_num_threads(args.torch_threads)
     try:
         env_id = envs.check_env_id(args.env_id)
         if min(args.workers) < 1 or args.steps < 1 or min(args.num_envs or 1, args.envs_per_worker or 1) < 1:
@@ -63,11 +71,12 @@ def main(argv: list[str] | None = None) -> int:
             if w > n:
                 raise ValueError(f"{w} workers need at least {w} envs, got --num-envs {n}")
         print(f"machine: {os.cpu_count()} cores, {cpu_model()}; load average {load_average()}")
-        print(f"{env_id}  obs={args.obs_mode}  control={args.control_mode}  steps={args.steps}")
+        pin = "  workers pinned to cores" if args.pin else ""
+        print(f"{env_id}  obs={args.obs_mode}  control={args.control_mode}  steps={args.steps}  parent torch threads={args.torch_threads}{pin}")
         print(f"{'workers':>7} {'N':>6} {'FPS':>9} {'PSPS':>8} {'speed-up':>9} {'efficiency':>10} {'RSS MB':>8}")
         first = None
         for w, n in zip(args.workers, sizes):
-            r = run(env_id, n, args.steps, args.obs_mode, args.control_mode, num_workers=w)
+            r = run(env_id, n, args.steps, args.obs_mode, args.control_mode, num_workers=w, pin_workers=args.pin)
             first = first or (w, r["fps"])
             speedup = r["fps"] / first[1]
             efficiency = speedup / (w / first[0])
