@@ -76,9 +76,12 @@ def _generate(args) -> int:
         control_mode=args.control_mode, obs_mode=args.obs_mode, robot_uids=args.robot_uids,
         only_success=args.only_success, resume=args.resume, overwrite=args.overwrite, shard=args.shard,
     )
-    bar = tqdm(total=cfg.n, unit="demo", dynamic_ncols=True, desc=cfg.env_id)
+    bars = []  # made at the first progress report, so errors before it print alone
 
     def update(p) -> None:
+        if not bars:
+            bars.append(tqdm(total=cfg.n, initial=p.resumed_from, unit="demo", dynamic_ncols=True, desc=cfg.env_id))
+        bar = bars[0]
         bar.n = p.saved
         rate = p.successes / max(p.attempts, 1)
         bar.set_postfix_str(f"success {rate:.1%}, {(p.saved - p.resumed_from) / max(p.elapsed, 1e-9):.2f} demos/s", refresh=True)
@@ -86,13 +89,15 @@ def _generate(args) -> int:
     try:
         p = generate(cfg, update)
     except KeyboardInterrupt:
-        bar.close()
+        for bar in bars:
+            bar.close()
         pending = pending_path(cfg.out)
         where = f"{pending} ({cfg.out} is unchanged)" if pending.exists() else str(cfg.out)
         print(f"interrupted: committed episodes are in {where}; continue with --resume", file=sys.stderr)
         return 130
     finally:
-        bar.close()
+        for bar in bars:
+            bar.close()
     made = p.saved - p.resumed_from
     print(
         f"{cfg.env_id}: {p.saved} demos in {cfg.out} ({made} new) | {p.attempts} attempts, "
