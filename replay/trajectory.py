@@ -187,7 +187,7 @@ def read_meta(path: str | Path) -> dict:
                 ids = [e.get("episode_id") for e in side["episodes"]] if side else None
                 if side and side.get("run_id") == header.get("run_id") and ids == list(range(len(names))):
                     return side
-                return {**header, "episodes": _committed(f)}
+                return {**header, "episodes": _committed(f)}  # a dangling link raises KeyError below
             if side is None:
                 raise TrajectoryError(why or f"{path}: no trajectory header and no JSON sidecar {sidecar_path(path).name}: not a trajectory file")
             missing = [e.get("episode_id") for e in side["episodes"] if f"traj_{e.get('episode_id')}" not in f]
@@ -197,7 +197,9 @@ def read_meta(path: str | Path) -> dict:
                 side["episodes"] = _committed(f)
             return side
         except (KeyError, RuntimeError, OSError) as e:
-            raise TrajectoryError(f"{path}: damaged trajectory file ({e})") from None
+            raise TrajectoryError(
+                f"{path}: damaged trajectory file, or an unfinished one away from its {parts_dir(path).name} folder ({e})"
+            ) from None
 
 
 def _committed(f: h5py.File) -> list[dict]:

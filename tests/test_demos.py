@@ -26,7 +26,7 @@ from demos.cli import main
 from demos.generate import GenerateConfig, generate, pending_path
 from demos.solutions import SOLUTIONS
 from envs.core.registry import env_ids
-from replay.trajectory import Episode, TrajectoryFile, TrajectoryWriter, parts_dir, read_meta, sidecar_path
+from replay.trajectory import Episode, TrajectoryError, TrajectoryFile, TrajectoryWriter, parts_dir, read_meta, sidecar_path
 from replay.verify import verify_file
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -203,6 +203,11 @@ def test_writer_killed_at_random_moments_leaves_a_readable_file(tmp_path):
         traj.close()
         counts.append(len(ids))
     assert counts[-1] > 0
+    moved = tmp_path / "moved" / "w.h5"  # an unfinished file without its .parts folder
+    moved.parent.mkdir()
+    shutil.copy(path, moved)
+    with pytest.raises(TrajectoryError, match="w.h5.parts folder"):
+        read_meta(moved)
     with TrajectoryWriter(path, {}, resume=True):
         pass  # consolidates
     assert _ids(path) == list(range(counts[-1])) and not parts_dir(path).exists()
