@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 from pathlib import Path
@@ -25,9 +26,16 @@ def _shard(text: str) -> tuple[int, int]:
         raise argparse.ArgumentTypeError(f"expected i/K, e.g. 0/4, got {text!r}") from None
 
 
+class _Parser(argparse.ArgumentParser):
+    """Usage errors in one line (the usage itself is in --help)."""
+
+    def error(self, message: str):
+        self.exit(2, f"error: {self.prog}: {message} (see --help)\n")
+
+
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="demos", description="Motion-planned demonstrations stored as HDF5.")
-    sub = p.add_subparsers(dest="command", required=True)
+    p = _Parser(prog="demos", description="Motion-planned demonstrations stored as HDF5.")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
     g = sub.add_parser("generate", help="plan and record demonstrations")
     g.add_argument("task", help="task id, e.g. PickCube or PickCube-v1")
     g.add_argument("--n", type=int, required=True, help="demonstrations to save")
@@ -61,34 +69,39 @@ def _parser() -> argparse.ArgumentParser:
 def _generate(args) -> int:
     from tqdm import tqdm
 
-    from demos.generate import GenerateConfig, generate
+    from demos.generate import GenerateConfig, generate, pending_path
 
     cfg = GenerateConfig(
         task=args.task, n=args.n, out=args.out, seed=args.seed, num_envs=args.num_envs, workers=args.workers,
         control_mode=args.control_mode, obs_mode=args.obs_mode, robot_uids=args.robot_uids,
         only_success=args.only_success, resume=args.resume, overwrite=args.overwrite, shard=args.shard,
     )
-    bar = tqdm(total=cfg.n, unit="demo", dynamic_ncols=True, desc=cfg.env_id)
-    start = [None]
+    bars = []  # made at the first progress report, so errors before it print alone
 
     def update(p) -> None:
-        if start[0] is None:
-            start[0] = p.saved - (p.successes if cfg.only_success else p.attempts)
+        if not bars:
+            bars.append(tqdm(total=cfg.n, initial=p.resumed_from, unit="demo", dynamic_ncols=True, desc=cfg.env_id))
+        bar = bars[0]
         bar.n = p.saved
         rate = p.successes / max(p.attempts, 1)
-        bar.set_postfix_str(f"success {rate:.1%}, {(p.saved - start[0]) / max(p.elapsed, 1e-9):.1f} demos/s", refresh=True)
+        bar.set_postfix_str(f"success {rate:.1%}, {(p.saved - p.resumed_from) / max(p.elapsed, 1e-9):.2f} demos/s", refresh=True)
 
     try:
         p = generate(cfg, update)
     except KeyboardInterrupt:
-        bar.close()
-        print(f"interrupted: committed episodes are in {cfg.out}; continue with --resume", file=sys.stderr)
+        for bar in bars:
+            bar.close()
+        pending = pending_path(cfg.out)
+        where = f"{pending} ({cfg.out} is unchanged)" if pending.exists() else str(cfg.out)
+        print(f"interrupted: committed episodes are in {where}; continue with --resume", file=sys.stderr)
         return 130
-    bar.close()
-    made = p.successes if cfg.only_success else p.attempts
+    finally:
+        for bar in bars:
+            bar.close()
+    made = p.saved - p.resumed_from
     print(
-        f"{cfg.env_id}: {p.saved} demos in {cfg.out} | this run: {p.attempts} attempts, "
-        f"{p.successes / max(p.attempts, 1):.1%} success, {p.elapsed:.1f} s, {min(made, cfg.n) / max(p.elapsed, 1e-9):.2f} demos/s"
+        f"{cfg.env_id}: {p.saved} demos in {cfg.out} ({made} new) | {p.attempts} attempts, "
+        f"{p.successes / max(p.attempts, 1):.1%} success, {p.elapsed:.1f} s, {made / max(p.elapsed, 1e-9):.2f} demos/s"
     )
     return 0
 
@@ -104,17 +117,24 @@ def _list(args) -> int:
 def _info(args) -> int:
     import numpy as np
 
-    from replay.trajectory import read_meta
+    from replay.trajectory import parts_dir, read_meta
 
     meta = read_meta(args.file)
     eps = meta["episodes"]
-    lengths = np.array([e["elapsed_steps"] for e in eps]) if eps else np.zeros(0)
+    lengths = np.array([e.get("elapsed_steps", 0) for e in eps])
     size = args.file.stat().st_size
     info = meta["env_info"]
     print(f"file        {args.file} ({size / 2**20:.2f} MiB, {size / max(len(eps), 1) / 1024:.1f} KiB per episode)")
-    print(f"env         {info['env_id']}  kwargs {info['env_kwargs']}  max_episode_steps {info.get('max_episode_steps')}")
-    print(f"source      {meta.get('source_type', '?')}")
-    print(f"episodes    {len(eps)}  success {sum(e['success'] for e in eps) / max(len(eps), 1):.1%}")
+    if parts_dir(args.file).is_dir():
+        print(f"unfinished  its episodes are in {parts_dir(args.file)}; `demos generate --resume` finishes the file")
+    print(f"env         {info.get('env_id')}  max_episode_steps {info.get('max_episode_steps')}")
+    print(f"env kwargs  {json.dumps(info.get('env_kwargs', {}))}")
+    print(f"source      {meta.get('source_type', '?')}" + (f" ({meta['source_desc']})" if meta.get("source_desc") else ""))
+    if "generation" in meta:
+        print(f"generation  {json.dumps(meta['generation'])}")
+    if "versions" in meta:
+        print(f"versions    {' '.join(f'{k} {v}' for k, v in meta['versions'].items())}")
+    print(f"episodes    {len(eps)}  success {sum(bool(e.get('success')) for e in eps) / max(len(eps), 1):.1%}")
     if len(lengths):
         q = np.percentile(lengths, [0, 25, 50, 75, 100])
         print(f"length      min {q[0]:.0f}  p25 {q[1]:.0f}  median {q[2]:.0f}  p75 {q[3]:.0f}  max {q[4]:.0f}  mean {lengths.mean():.1f}")
@@ -125,19 +145,19 @@ def _verify(args) -> int:
     from replay.verify import verify_file
 
     ok, total, failed = verify_file(args.file, args.num_envs)
-    print(f"{args.file}: {ok}/{total} episodes reproduce success ({ok / max(total, 1):.1%})")
+    print(f"{args.file}: {ok}/{total} episodes reproduce their recorded outcome ({ok / max(total, 1):.1%})")
     if failed:
         print(f"not reproduced: episode ids {failed[:20]}{' ...' if len(failed) > 20 else ''}")
-    return 0
+    return 0 if not failed else 1
 
 
 def _merge(args) -> int:
     from replay.ops import merge_files
 
+    if args.out.suffix != ".h5":
+        raise ValueError(f"the output must be an .h5 file (its JSON sidecar goes beside it), got {args.out}")
     if args.out.exists() and not args.overwrite:
         raise ValueError(f"{args.out} exists: pass --overwrite to replace it")
-    if args.out.resolve() in {p.resolve() for p in args.inputs}:
-        raise ValueError("the output must not be one of the inputs")
     n = merge_files(args.inputs, args.out)
     print(f"{args.out}: {n} episodes from {len(args.inputs)} files")
     return 0
@@ -148,9 +168,12 @@ def main(argv: list[str] | None = None) -> int:
     commands = {"generate": _generate, "list": _list, "info": _info, "verify": _verify, "merge": _merge}
     try:
         return commands[args.command](args)
-    except (ValueError, OSError, RuntimeError) as e:  # TrajectoryError is a ValueError
+    except (ValueError, OSError) as e:  # bad input; TrajectoryError is a ValueError
         print(f"error: {e}", file=sys.stderr)
         return 2
+    except Exception as e:  # a bug or a broken environment: still one line, with the type to report it
+        print(f"error: {type(e).__name__}: {e}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

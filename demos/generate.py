@@ -2,13 +2,17 @@
 
 Seeds: attempt j of shard i/K uses seed `seed + j * K + i`, so K machines cover disjoint seeds.
 With only-success (the default), a failed attempt is simply followed by the next seed.
-`resume` continues after the last attempt whose episode was committed: nothing is duplicated and
-episode ids stay contiguous.
+`resume` continues after the last attempt whose episode was committed, with the file's own seed
+and settings: nothing is duplicated and episode ids stay contiguous.
+`overwrite` writes OUT.pending.h5 and renames it over OUT only once it holds all n episodes, so
+the old file survives an interrupted run; `resume` then continues the pending file.
 """
 
 from __future__ import annotations
 
+import os
 import platform
+import tempfile
 import time
 from dataclasses import dataclass
 from importlib import metadata
@@ -17,9 +21,9 @@ from typing import Callable
 
 from demos.solutions import solution_for
 from demos.workers import GenerationWorkers, WorkerSpec
-from envs.core.registry import check_env_id
+from envs.core.registry import TASKS, check_env_id
 from envs.modes import ControlMode, ObsMode, parse_mode
-from replay.trajectory import TrajectoryWriter, read_meta
+from replay.trajectory import TrajectoryWriter, parts_dir, read_meta, sidecar_path
 
 
 @dataclass
@@ -62,14 +66,12 @@ class GenerateConfig:
             suffix = f".shard{i}of{k}" if k > 1 else ""
             self.out = Path("out") / f"{self.env_id}.motionplanning.{self.control_mode}{suffix}.h5"
         self.out = Path(self.out)
-        if self.out.exists() and not (self.resume or self.overwrite):
-            raise ValueError(f"{self.out} exists: pass --resume to continue it or --overwrite to replace it")
-        parent = self.out.parent if str(self.out.parent) else Path(".")
-        probe = parent if parent.exists() else next((p for p in parent.parents if p.exists()), Path("."))
-        import os
-
-        if not os.access(probe, os.W_OK):
-            raise ValueError(f"cannot write to {parent}")
+        _check_writable(self.out)
+        if not self.overwrite:
+            if sidecar_path(self.out).exists() and not self.out.exists():
+                raise ValueError(f"{sidecar_path(self.out)} exists without {self.out.name}: pass --overwrite to replace it")
+            if self.out.exists() and not self.resume:
+                raise ValueError(f"{self.out} exists: pass --resume to continue it or --overwrite to replace it")
 
     @property
     def env_kwargs(self) -> dict:
@@ -86,39 +88,99 @@ def versions() -> dict[str, str]:
     return out
 
 
+def _check_writable(out: Path) -> None:
+    if out.suffix != ".h5":
+        raise ValueError(f"--out must name an .h5 file (its JSON sidecar goes beside it), got {out}")
+    if out.is_dir():
+        raise ValueError(f"--out {out} is a directory")
+    ancestor = out.parent
+    while not ancestor.exists():
+        ancestor = ancestor.parent
+    if not ancestor.is_dir():
+        raise ValueError(f"cannot write {out}: {ancestor} is not a directory")
+    try:
+        tempfile.TemporaryFile(dir=ancestor).close()
+    except OSError as e:
+        raise ValueError(f"cannot write {out}: {ancestor} is not writable ({e.strerror})") from None
+
+
+def pending_path(out: Path) -> Path:
+    """Where an --overwrite run writes until it is complete."""
+    return out.with_name(out.stem + ".pending" + out.suffix)
+
+
+def remove_trajectory(path: Path) -> None:
+    """Removes a trajectory file, its sidecar and any unfinished segments."""
+    for p in (path, sidecar_path(path), path.with_name(path.name + ".tmp")):
+        p.unlink(missing_ok=True)
+    parts = parts_dir(path)
+    if parts.is_dir():
+        for p in parts.iterdir():
+            p.unlink()
+        parts.rmdir()
+
+
+def _target(cfg: GenerateConfig) -> tuple[Path, bool]:
+    """(the file this run writes, whether it continues it)."""
+    pending = pending_path(cfg.out)
+    if cfg.resume:
+        if pending.exists():
+            return pending, True
+        return cfg.out, cfg.out.exists()
+    if cfg.overwrite and (cfg.out.exists() or sidecar_path(cfg.out).exists()):
+        remove_trajectory(pending)  # left by an earlier interrupted overwrite
+        return pending, False
+    return cfg.out, False
+
+
+def _check_resumable(cfg: GenerateConfig, path: Path) -> None:
+    """Takes the file's seed; refuses a file made by another task or with other settings."""
+    old = read_meta(path)
+    gen = old.get("generation")
+    if not isinstance(gen, dict) or "seed" not in gen:
+        raise ValueError(f"{path} was not made by `demos generate` (no generation settings): cannot resume it")
+    mine = {"env_id": cfg.env_id, "env_kwargs": cfg.env_kwargs, "shard": list(cfg.shard), "only_success": cfg.only_success}
+    theirs = {"env_id": old["env_info"].get("env_id"), "env_kwargs": old["env_info"].get("env_kwargs"),
+              "shard": gen.get("shard"), "only_success": gen.get("only_success")}
+    diff = [f"{k} {theirs[k]} (this run: {mine[k]})" for k in mine if mine[k] != theirs[k]]
+    if diff:
+        raise ValueError(f"{path} was made with {'; '.join(diff)}: resume with the same settings")
+    cfg.seed = gen["seed"]
+
+
 @dataclass
 class Progress:
     saved: int
     attempts: int
     successes: int
     elapsed: float
+    resumed_from: int = 0  # episodes in the file when this run started
 
 
 def generate(cfg: GenerateConfig, on_progress: Callable[[Progress], None] | None = None) -> Progress:
     """Runs until cfg.n episodes are in cfg.out; returns the counts of this run. Batches of
-    num_envs attempts go to the workers; results are committed in attempt order."""
-    resume = cfg.resume and cfg.out.exists()
+    num_envs attempts go to the workers; results are committed in attempt order, one commit per
+    batch. The file is opened before the workers start, so a file problem shows at once."""
+    target, resume = _target(cfg)
     if resume:
-        old = read_meta(cfg.out)
-        gen = old.get("generation", {})
-        if old["env_info"]["env_id"] != cfg.env_id or gen.get("shard") != list(cfg.shard):
-            raise ValueError(f"{cfg.out} holds {old['env_info']['env_id']} shard {gen.get('shard')}: not this run's")
-        cfg.seed = gen["seed"]
-    spec = WorkerSpec(cfg.env_id, cfg.env_kwargs, cfg.num_envs, cfg.robot_uids, cfg.obs_mode == "state")
-    workers = GenerationWorkers(spec, cfg.workers)
+        _check_resumable(cfg, target)
     meta = {
-        "env_info": {"env_id": cfg.env_id, "env_kwargs": cfg.env_kwargs, "max_episode_steps": workers.max_episode_steps},
+        "env_info": {"env_id": cfg.env_id, "env_kwargs": cfg.env_kwargs, "max_episode_steps": TASKS[cfg.env_id].default_max_episode_steps},
         "source_type": "motionplanning",
         "source_desc": f"SkillForge mplib solution for {cfg.env_id}",
         "generation": {"seed": cfg.seed, "shard": list(cfg.shard), "only_success": cfg.only_success},
         "versions": versions(),
     }
     i, k = cfg.shard
-    start = time.perf_counter()
+    writer = TrajectoryWriter(target, meta, resume=resume)
+    workers = None
+    complete = False
     try:
-        writer = TrajectoryWriter(cfg.out, meta, resume=resume)
+        spec = WorkerSpec(cfg.env_id, cfg.env_kwargs, cfg.num_envs, cfg.robot_uids, cfg.obs_mode == "state")
+        start = time.perf_counter()
+        workers = GenerationWorkers(spec, cfg.workers)
         next_attempt = max((e["info"]["attempt"] + 1 for e in writer.meta["episodes"]), default=0)
-        progress = Progress(writer.num_episodes, 0, 0, 0.0)
+        progress = Progress(writer.num_episodes, 0, 0, 0.0, resumed_from=writer.num_episodes)
         done: dict[int, list] = {}  # finished batches waiting for earlier ones
         next_batch = commit_batch = 0
         while writer.num_episodes < cfg.n:
@@ -138,13 +200,20 @@ def generate(cfg: GenerateConfig, on_progress: Callable[[Progress], None] | None
                     keep = o.episode is not None and (o.success or not cfg.only_success)
                     if keep and writer.num_episodes < cfg.n:
                         o.episode.info = {"attempt": first + b, "reason": o.reason}
-                        writer.add(o.episode, cfg.control_mode)
+                        writer.add_staged(o.episode, cfg.control_mode)
+                writer.commit()
             progress.saved = writer.num_episodes
             progress.elapsed = time.perf_counter() - start
             if on_progress:
                 on_progress(progress)
+        complete = True
     finally:
-        workers.close()
-        if "writer" in locals():
-            writer.close()
+        if workers is not None:
+            workers.close()
+        writer.close()
+        if writer.num_episodes == 0 and not resume:
+            remove_trajectory(target)  # nothing made: leave nothing behind
+    if complete and target != cfg.out:  # an --overwrite run: the new file replaces the old one now
+        os.replace(target, cfg.out)
+        os.replace(sidecar_path(target), sidecar_path(cfg.out))
     return progress

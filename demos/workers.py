@@ -20,6 +20,9 @@ class WorkerSpec:
 
 
 def _serve(spec: WorkerSpec, conn: Connection) -> None:
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle; it closes us
     import gymnasium as gym
     import torch
 

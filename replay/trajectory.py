@@ -1,12 +1,23 @@
 """Trajectory files: HDF5 episodes + a JSON sidecar, as specified in docs/FORMAT.md.
 
-`TrajectoryWriter` appends committed episodes and makes each durable before the next: the
-episode's group is written, its sidecar entry is stored as the group's "meta" attribute (the
-commit mark, written last) and the HDF5 file is flushed. The JSON sidecar is rewritten
-atomically every few seconds and at close; a reader that finds committed groups the sidecar
-does not list yet (the run was killed in between) takes their entries from the commit marks.
-`TrajectoryWriter(..., resume=True)` drops anything written past the last committed episode and
-continues with the next id.
+Writing never modifies committed data in place, so a process killed at any moment (SIGKILL)
+leaves a readable file. HDF5 rewrites its own metadata in place when a group is added, and a kill
+during that write can corrupt the groups already there, so `TrajectoryWriter` works like this:
+
+- a commit writes the new episodes into a segment file `OUT.h5.parts/seg_<first id>.h5` under a
+  temporary name, fsyncs and renames it, then replaces OUT.h5 by a small *container* whose
+  `traj_<i>` entries are external links into the segments (temporary name, fsync, rename). That
+  last rename is the commit; h5py follows the links, so readers see ordinary groups.
+- `close()` consolidates: every episode is copied into one self-contained file, which replaces
+  the container (temporary name, rename); then the segments are removed.
+- Each episode group carries its sidecar entry as attribute "meta" (its commit mark) and the root
+  group carries the header (the sidecar without its episode list) as attribute "meta", so the HDF5
+  file describes itself. The JSON sidecar is rewritten atomically every few seconds and at close;
+  a reader whose sidecar is stale, missing or from another run rebuilds it from the marks.
+- `add()` stages an episode and commits when enough are staged or enough time has passed;
+  `add_batch()` commits at once. `TrajectoryWriter(..., resume=True)` continues after the last
+  committed episode; an interrupted consolidation or commit leaves only temporary files, which the
+  next writer removes.
 
 `TrajectoryFile` reads lazily: the HDF5 file is opened on first access in the process that uses
 it, so DataLoader workers forked later each open their own handle.
@@ -16,7 +27,9 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import time
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
@@ -44,7 +57,7 @@ class Episode:
     seed: int
     reset_kwargs: dict[str, Any] = field(default_factory=dict)
     rewards: np.ndarray | None = None  # (T,) float32
-    obs: dict[str, Any] | None = None  # nested dict of (T + 1, ...) arrays
+    obs: dict[str, Any] | np.ndarray | None = None  # (T + 1, D) flat state, or a nested dict of (T + 1, ...) arrays
     info: dict[str, Any] = field(default_factory=dict)  # JSON-serialisable extras
 
     @property
@@ -54,6 +67,20 @@ class Episode:
 
 def sidecar_path(path: str | Path) -> Path:
     return Path(path).with_suffix(".json")
+
+
+def parts_dir(path: str | Path) -> Path:
+    """Where an unfinished file keeps its segments."""
+    path = Path(path)
+    return path.with_name(path.name + ".parts")
+
+
+def _fsync(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def _write_json_atomic(path: Path, data: dict) -> None:
@@ -81,38 +108,108 @@ def _read_tree(group: h5py.Group) -> dict[str, Any]:
     return {k: _read_tree(v) if isinstance(v, h5py.Group) else v[()] for k, v in group.items()}
 
 
-def read_meta(path: str | Path) -> dict:
-    """The sidecar of a trajectory file, checked against the HDF5 file beside it."""
-    path = Path(path)
-    if not path.is_file():
-        raise TrajectoryError(f"{path}: no such file")
-    side = sidecar_path(path)
+def _read_obs(node: h5py.Group | h5py.Dataset) -> Any:
+    return _read_tree(node) if isinstance(node, h5py.Group) else node[()]
+
+
+def episode_entry(episode_id: int, episode: Episode, control_mode: str) -> dict:
+    """The episode's sidecar entry (also its commit mark)."""
+    return {
+        "episode_id": episode_id,
+        "seed": int(episode.seed),
+        "episode_seed": int(episode.seed),
+        "reset_kwargs": episode.reset_kwargs or {"seed": int(episode.seed)},
+        "control_mode": control_mode,
+        "elapsed_steps": episode.length,
+        "success": bool(episode.success[-1]) if episode.length else False,
+        **({"info": episode.info} if episode.info else {}),
+    }
+
+
+def _write_episode(f: h5py.Group, episode: Episode, entry: dict, compress: bool) -> None:
+    g = f.create_group(f"traj_{entry['episode_id']}")
+    g.create_dataset("actions", data=episode.actions.astype(np.float32))
+    for key in ("terminated", "truncated", "success", "fail"):
+        g.create_dataset(key, data=np.asarray(getattr(episode, key), dtype=bool))
+    if episode.rewards is not None:
+        g.create_dataset("rewards", data=episode.rewards.astype(np.float32))
+    _write_tree(g.create_group("env_states"), episode.env_states, compress=False)
+    if isinstance(episode.obs, dict):
+        _write_tree(g.create_group("obs"), episode.obs, compress=compress)
+    elif episode.obs is not None:  # a flat obs mode (state): one (T + 1, D) dataset
+        g.create_dataset("obs", data=np.asarray(episode.obs))
+    g.attrs["meta"] = json.dumps(entry)  # the commit mark
+
+
+def _open_h5(path: Path, mode: str = "r") -> h5py.File:
+    try:
+        return h5py.File(path, mode)
+    except OSError as e:
+        if "lock" in str(e):
+            raise TrajectoryError(f"{path}: in use by another process that writes it ({e})") from None
+        raise TrajectoryError(f"{path}: not a readable HDF5 file ({e})") from None
+
+
+def _read_sidecar(side: Path) -> tuple[dict | None, str | None]:
+    """(sidecar, None), (None, why it is unusable), or (None, None) when there is none."""
     if not side.is_file():
-        raise TrajectoryError(f"{path}: no JSON sidecar {side.name} beside it: not a trajectory file")
+        return None, None
     try:
         with open(side) as f:
             meta = json.load(f)
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise TrajectoryError(f"{side}: not valid JSON ({e})") from None
-    if not isinstance(meta, dict) or "env_info" not in meta or "episodes" not in meta:
-        raise TrajectoryError(f"{side}: lacks env_info/episodes: not a trajectory sidecar")
+        return None, f"{side}: not valid JSON ({e})"
+    if not isinstance(meta, dict) or not isinstance(meta.get("env_info"), dict) or not isinstance(meta.get("episodes"), list):
+        return None, f"{side}: lacks env_info/episodes: not a trajectory sidecar"
+    return meta, None
+
+
+def _header(f: h5py.File) -> dict | None:
     try:
-        with h5py.File(path, "r") as f:
-            missing = [e["episode_id"] for e in meta["episodes"] if f"traj_{e['episode_id']}" not in f]
-            if not missing and len(f.keys()) > len(meta["episodes"]):
-                meta["episodes"] = _committed(f)
-    except OSError as e:
-        raise TrajectoryError(f"{path}: not a readable HDF5 file ({e})") from None
-    if missing:
-        raise TrajectoryError(f"{path}: sidecar lists episodes missing from the HDF5 file: {missing[:5]}")
-    return meta
+        header = json.loads(f.attrs["meta"]) if "meta" in f.attrs else None
+    except (json.JSONDecodeError, TypeError):
+        return None
+    return header if isinstance(header, dict) and isinstance(header.get("env_info"), dict) else None
+
+
+def read_meta(path: str | Path) -> dict:
+    """The metadata of a trajectory file: its sidecar, checked against the HDF5 file, or rebuilt
+    from the file's header and commit marks when the sidecar is stale, missing or another run's."""
+    path = Path(path)
+    if not path.is_file():
+        raise TrajectoryError(f"{path}: no such file")
+    side, why = _read_sidecar(sidecar_path(path))
+    with _open_h5(path) as f:
+        try:
+            names = [k for k in f.keys() if k.startswith("traj_")]
+            header = _header(f)
+            if header is not None:
+                ids = [e.get("episode_id") for e in side["episodes"]] if side else None
+                if side and side.get("run_id") == header.get("run_id") and ids == list(range(len(names))):
+                    return side
+                return {**header, "episodes": _committed(f)}  # a dangling link raises KeyError below
+            if side is None:
+                raise TrajectoryError(why or f"{path}: no trajectory header and no JSON sidecar {sidecar_path(path).name}: not a trajectory file")
+            missing = [e.get("episode_id") for e in side["episodes"] if f"traj_{e.get('episode_id')}" not in f]
+            if missing:
+                raise TrajectoryError(f"{path}: sidecar lists episodes missing from the HDF5 file: {missing[:5]}")
+            if len(names) > len(side["episodes"]):  # committed groups the sidecar does not list yet
+                side["episodes"] = _committed(f)
+            return side
+        except (KeyError, RuntimeError, OSError) as e:
+            raise TrajectoryError(
+                f"{path}: damaged trajectory file, or an unfinished one away from its {parts_dir(path).name} folder ({e})"
+            ) from None
 
 
 def _committed(f: h5py.File) -> list[dict]:
     """Entries of the contiguous run of committed episodes traj_0, traj_1, ... (commit marks)."""
     out = []
     while f"traj_{len(out)}" in f and "meta" in f[f"traj_{len(out)}"].attrs:
-        out.append(json.loads(f[f"traj_{len(out)}"].attrs["meta"]))
+        try:
+            out.append(json.loads(f[f"traj_{len(out)}"].attrs["meta"]))
+        except json.JSONDecodeError:
+            break
     return out
 
 
@@ -121,68 +218,159 @@ class TrajectoryWriter:
     like; episodes are numbered from 0, or after the last committed one with resume=True."""
 
     SIDECAR_EVERY = 5.0  # seconds between sidecar rewrites
+    COMMIT_EVERY = 2.0  # add(): seconds between commits ...
+    COMMIT_STAGED = 16  # ... or this many staged episodes
 
     def __init__(self, path: str | Path, meta: dict, resume: bool = False, compress_images: bool = True):
         self.path = Path(path)
         self.sidecar = sidecar_path(self.path)
+        self.parts = parts_dir(self.path)
         self.compress = compress_images
-        self._last_sidecar = time.monotonic()
+        self._tmp = self.path.with_name(self.path.name + ".tmp")
+        self._staged: list[tuple[Episode, dict]] = []
+        self._last_commit = self._last_sidecar = time.monotonic()
+        self._closed = False
+        self._tmp.unlink(missing_ok=True)  # a container write or consolidation that was killed
         if resume and self.path.exists():
             self.meta = read_meta(self.path)
-            self._file = h5py.File(self.path, "a")
-            self.meta["episodes"] = _committed(self._file)
-            committed = {f"traj_{e['episode_id']}" for e in self.meta["episodes"]}
-            for name in [k for k in self._file.keys() if k not in committed]:
-                del self._file[name]  # written after the last commit: the run died mid-episode
-            self._file.flush()
-            _write_json_atomic(self.sidecar, self.meta)
+            self.meta.setdefault("run_id", uuid.uuid4().hex)
+            self._segments = self._segments_in_file()
         else:
-            self.meta = {**meta, "format_version": FORMAT_VERSION, "episodes": []}
+            self.meta = {**meta, "format_version": FORMAT_VERSION, "run_id": uuid.uuid4().hex, "episodes": []}
+            self._segments = []
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._file = h5py.File(self.path, "w")
-            _write_json_atomic(self.sidecar, self.meta)
+            self._write_file([])
+        self._clear_parts(keep={s for s in self._segments if s})
+        self.write_sidecar()
+
+    @property
+    def header(self) -> dict:
+        return {k: v for k, v in self.meta.items() if k != "episodes"}
 
     @property
     def num_episodes(self) -> int:
-        return len(self.meta["episodes"])
+        """Committed plus staged episodes (the id the next one gets)."""
+        return len(self.meta["episodes"]) + len(self._staged)
 
     def add(self, episode: Episode, control_mode: str) -> int:
+        """Stages an episode; commits the staged ones when enough time passed or enough are staged."""
+        eid = self.add_staged(episode, control_mode)
+        if len(self._staged) >= self.COMMIT_STAGED or time.monotonic() - self._last_commit > self.COMMIT_EVERY:
+            self.commit()
+        return eid
+
+    def add_batch(self, episodes: list[Episode], control_mode: str) -> list[int]:
+        """Stages the episodes and commits: when this returns they are durable."""
+        ids = [self.add_staged(e, control_mode) for e in episodes]
+        self.commit()
+        return ids
+
+    def add_staged(self, episode: Episode, control_mode: str) -> int:
+        """Stages an episode without committing; `commit()` (or close) makes it durable."""
         eid = self.num_episodes
-        g = self._file.create_group(f"traj_{eid}")
-        g.create_dataset("actions", data=episode.actions.astype(np.float32))
-        for key in ("terminated", "truncated", "success", "fail"):
-            g.create_dataset(key, data=np.asarray(getattr(episode, key), dtype=bool))
-        if episode.rewards is not None:
-            g.create_dataset("rewards", data=episode.rewards.astype(np.float32))
-        _write_tree(g.create_group("env_states"), episode.env_states, compress=False)
-        if episode.obs is not None:
-            _write_tree(g.create_group("obs"), episode.obs, compress=self.compress)
-        entry = {
-            "episode_id": eid,
-            "seed": int(episode.seed),
-            "episode_seed": int(episode.seed),
-            "reset_kwargs": episode.reset_kwargs or {"seed": int(episode.seed)},
-            "control_mode": control_mode,
-            "elapsed_steps": episode.length,
-            "success": bool(episode.success[-1]) if episode.length else False,
-            **({"info": episode.info} if episode.info else {}),
-        }
-        g.attrs["meta"] = json.dumps(entry)  # the commit mark
-        self._file.flush()
-        self.meta["episodes"].append(entry)
+        self._staged.append((episode, episode_entry(eid, episode, control_mode)))
+        return eid
+
+    def commit(self) -> None:
+        """Makes the staged episodes durable: a new segment file, then a new container."""
+        self._last_commit = time.monotonic()
+        if not self._staged:
+            return
+        self._absorb_base()
+        first = self._staged[0][1]["episode_id"]
+        seg = f"seg_{first:06d}.h5"
+        self.parts.mkdir(exist_ok=True)
+        tmp = self.parts / (seg + ".tmp")
+        with h5py.File(tmp, "w") as f:
+            for episode, entry in self._staged:
+                _write_episode(f, episode, entry, self.compress)
+        _fsync(tmp)
+        os.replace(tmp, self.parts / seg)
+        segments = self._segments + [seg] * len(self._staged)
+        self._write_file(segments)
+        self._segments = segments
+        self.meta["episodes"] += [entry for _, entry in self._staged]
+        self._staged = []
         if time.monotonic() - self._last_sidecar > self.SIDECAR_EVERY:
             self.write_sidecar()
-        return eid
 
     def write_sidecar(self) -> None:
         _write_json_atomic(self.sidecar, self.meta)
         self._last_sidecar = time.monotonic()
 
     def close(self) -> None:
-        if self._file is not None:
-            self._file.close()
-            self._file = None
-            self.write_sidecar()
+        """Commits what is staged and consolidates the file (no more segments)."""
+        if self._closed:
+            return
+        self._closed = True
+        self.commit()
+        if any(self._segments):
+            self._consolidate()
+        self.write_sidecar()
+        self._clear_parts(keep=set())
+
+    # ---- files ----------------------------------------------------------------------------------
+    def _segments_in_file(self) -> list[str | None]:
+        """Per committed episode, the segment holding it, or None where it is in the file itself."""
+        out = []
+        with _open_h5(self.path) as f:
+            for e in self.meta["episodes"]:
+                link = f.get(f"traj_{e['episode_id']}", getlink=True)
+                out.append(Path(link.filename).name if isinstance(link, h5py.ExternalLink) else None)
+        return out
+
+    def _absorb_base(self) -> None:
+        """Episodes still inside the file itself move into a segment (a hard link to the file,
+        or a copy) before the file is replaced by a container."""
+        if all(self._segments):
+            return
+        self.parts.mkdir(exist_ok=True)
+        base = self.parts / "base.h5"
+        base.unlink(missing_ok=True)
+        try:
+            os.link(self.path, base)
+        except OSError:
+            shutil.copyfile(self.path, base)
+            _fsync(base)
+        self._segments = [s or base.name for s in self._segments]
+
+    def _write_file(self, segments: list[str]) -> None:
+        """Replaces the file by a container linking each episode to its segment."""
+        with h5py.File(self._tmp, "w") as f:
+            f.attrs["meta"] = json.dumps(self.header)
+            for eid, seg in enumerate(segments):
+                f[f"traj_{eid}"] = h5py.ExternalLink(f"{self.parts.name}/{seg}", f"/traj_{eid}")
+        _fsync(self._tmp)
+        os.replace(self._tmp, self.path)
+
+    def _consolidate(self) -> None:
+        sources: dict[str, h5py.File] = {}
+        try:
+            with h5py.File(self._tmp, "w") as dst:
+                dst.attrs["meta"] = json.dumps(self.header)
+                for eid, seg in enumerate(self._segments):
+                    if seg not in sources:
+                        sources[seg] = h5py.File(self.parts / seg, "r")
+                    sources[seg].copy(sources[seg][f"traj_{eid}"], dst, name=f"traj_{eid}")
+        finally:
+            for f in sources.values():
+                f.close()
+        _fsync(self._tmp)
+        os.replace(self._tmp, self.path)
+        self._segments = [None] * len(self._segments)
+
+    def _clear_parts(self, keep: set[str]) -> None:
+        """Removes segments not in `keep` (left by a killed commit, or all after consolidating)."""
+        if not self.parts.is_dir():
+            return
+        for p in self.parts.iterdir():
+            if p.name not in keep and (p.name.startswith("seg_") or p.name.startswith("base.h5")):
+                p.unlink()
+        if not keep:
+            try:
+                self.parts.rmdir()
+            except OSError:
+                pass
 
     def __enter__(self) -> "TrajectoryWriter":
         return self
@@ -203,7 +391,7 @@ class TrajectoryFile:
     @property
     def h5(self) -> h5py.File:
         if self._file is None or self._pid != os.getpid():
-            self._file = h5py.File(self.path, "r")
+            self._file = _open_h5(self.path)
             self._pid = os.getpid()
         return self._file
 
@@ -222,7 +410,13 @@ class TrajectoryFile:
         entry = next((e for e in self.episodes if e["episode_id"] == episode_id), None)
         if entry is None:
             raise TrajectoryError(f"{self.path}: no episode {episode_id}")
-        g = self.h5[f"traj_{episode_id}"]
+        try:
+            return self._read_episode(self.h5[f"traj_{episode_id}"], entry, with_obs)
+        except (KeyError, RuntimeError, OSError) as e:  # a missing dataset or a damaged file
+            raise TrajectoryError(f"{self.path}: episode {episode_id} is unreadable ({e})") from None
+
+    @staticmethod
+    def _read_episode(g: h5py.Group, entry: dict, with_obs: bool) -> Episode:
         return Episode(
             actions=g["actions"][()],
             terminated=g["terminated"][()],
@@ -233,7 +427,7 @@ class TrajectoryFile:
             seed=entry.get("seed", entry.get("episode_seed", 0)),
             reset_kwargs=entry.get("reset_kwargs", {}),
             rewards=g["rewards"][()] if "rewards" in g else None,
-            obs=_read_tree(g["obs"]) if with_obs and "obs" in g else None,
+            obs=_read_obs(g["obs"]) if with_obs and "obs" in g else None,
             info=entry.get("info", {}),
         )
 

@@ -44,19 +44,23 @@ def replay_actions(env, episodes: list[Episode]) -> list[bool]:
 
 
 def verify_file(path: str | Path, num_envs: int = 16) -> tuple[int, int, list[int]]:
-    """(episodes reproducing success, episodes, ids that did not)."""
+    """Replays every episode open loop from its recorded initial state: (episodes whose replay
+    ends as recorded, success or not, episodes, ids that did not)."""
     traj = TrajectoryFile(path)
+    ids = [e["episode_id"] for e in traj.episodes]
+    if not ids:
+        return 0, 0, []
+    recorded = {e["episode_id"]: bool(e.get("success")) for e in traj.episodes}
     info = traj.env_info
     kwargs = dict(info["env_kwargs"], obs_mode="none")
     env = gym.make(check_env_id(info["env_id"]), num_envs=max(1, min(num_envs, len(traj))), **kwargs)
-    ids = [e["episode_id"] for e in traj.episodes]
     failed = []
     try:
         for start in range(0, len(ids), env.unwrapped.num_envs):
             chunk = ids[start : start + env.unwrapped.num_envs]
             eps = [traj.episode(i, with_obs=False) for i in chunk]
             for i, ok in zip(chunk, replay_actions(env, eps)):
-                if not ok:
+                if ok != recorded[i]:
                     failed.append(i)
     finally:
         env.close()

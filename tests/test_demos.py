@@ -1,0 +1,384 @@
+"""`demos generate / list / info / verify / merge` and the trajectory file format (docs/FORMAT.md).
+
+Every task with a motion-planning solution gets a small generation (module fixture), checked
+against the tables of docs/FORMAT.md and replayed by verify. Durability: a real generation
+process is SIGKILLed and resumed; a writer process is SIGKILLed at random moments; a group
+without commit mark is ignored. Bad input: one stderr line, non-zero exit, nothing written.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import h5py
+import numpy as np
+import pytest
+
+from demos.cli import main
+from demos.generate import GenerateConfig, generate, pending_path
+from demos.solutions import SOLUTIONS
+from envs.core.registry import env_ids
+from replay.trajectory import Episode, TrajectoryError, TrajectoryFile, TrajectoryWriter, parts_dir, read_meta, sidecar_path
+from replay.verify import verify_file
+
+ROOT = Path(__file__).resolve().parents[1]
+TASKS = sorted(SOLUTIONS)
+N = 2
+
+
+def _gen(task: str, out: Path, n: int = N, **kw) -> Path:
+    kw = {"num_envs": 2, "workers": 1, **kw}
+    generate(GenerateConfig(task=task, n=n, out=out, **kw))
+    return out
+
+
+@pytest.fixture(scope="module")
+def made(tmp_path_factory) -> dict[str, Path]:
+    """One small state-obs generation per task with a solution."""
+    root = tmp_path_factory.mktemp("made")
+    return {task: _gen(task, root / f"{task}.h5", obs_mode="state") for task in TASKS}
+
+
+def _doc_rows(section: str) -> list[list[str]]:
+    """Table rows (cells without backticks) of one section of docs/FORMAT.md."""
+    text = (ROOT / "docs" / "FORMAT.md").read_text()
+    body = text.split(section, 1)[1].split("\n## ", 1)[0]
+    rows = [[c.strip().strip("`") for c in line.strip().strip("|").split("|")] for line in body.splitlines() if line.startswith("| `")]
+    assert rows, f"no table in {section}"
+    return rows
+
+
+def _check_shape(got: tuple, doc: str, t: int, what: str) -> None:
+    """`doc` like "(T + 1, 13)", "(T,)", "(T, A)", "(T + 1, 13 + 3 dof)" against an array shape."""
+    dims = [d.strip() for d in doc.strip("()").split(",") if d.strip()]
+    assert len(got) == len(dims), (what, got, doc)
+    for size, dim in zip(got, dims):
+        if dim in ("T", "T + 1"):
+            assert size == t + (dim == "T + 1"), (what, got, doc)
+        elif dim == "13 + 3 dof":
+            assert size > 13 and (size - 13) % 3 == 0, (what, got, doc)
+        elif dim.isdigit():
+            assert size == int(dim), (what, got, doc)
+        else:  # A, D: any width
+            assert size > 0, (what, got, doc)
+
+
+def _one_error_line(capsys) -> str:
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error:") and "Traceback" not in err[0], err
+    return err[0]
+
+
+def _snapshot(*paths: Path) -> dict:
+    return {p: p.read_bytes() if p.exists() else None for p in paths}
+
+
+# ---- layout, success flags, verify -----------------------------------------------------------------
+@pytest.mark.parametrize("task", TASKS)
+def test_file_layout_matches_format_doc(made, task):
+    path = made[task]
+    assert not parts_dir(path).exists() and not pending_path(path).exists()
+    meta = json.loads(sidecar_path(path).read_text())
+    with h5py.File(path, "r") as f:
+        assert json.loads(f.attrs["meta"]) == {k: v for k, v in meta.items() if k != "episodes"}
+        assert sorted(f.keys()) == sorted(f"traj_{i}" for i in range(N))
+        for e in meta["episodes"]:
+            g = f[f"traj_{e['episode_id']}"]
+            t = e["elapsed_steps"]
+            assert json.loads(g.attrs["meta"]) == e
+            for path_, kind, dtype, shape, required, _ in _doc_rows("### Episode group"):
+                if kind != "dataset" or (required == "no" and path_.split("/")[1] not in g):
+                    continue
+                parent, leaf = path_.split("/", 1)[1].rsplit("/", 1) if path_.count("/") > 1 else ("", path_.split("/")[1])
+                names = list(g[parent]) if leaf.startswith("<") else [leaf]
+                assert names, path_
+                for name in names:
+                    d = g[f"{parent}/{name}" if parent else name]
+                    assert d.dtype == np.dtype(dtype), (path_, d.dtype)
+                    _check_shape(d.shape, shape, t, path_)
+            assert set(g["env_states"]) >= {"actors", "articulations"} and len(g["env_states/actors"]) > 0
+    for key, _, required, _ in _doc_rows("## JSON sidecar"):
+        if required != "yes":
+            continue
+        if key.startswith("episodes[]."):
+            assert all(key[11:] in e for e in meta["episodes"]), key
+        else:
+            node = meta
+            for part in key.split("."):
+                node = node[part]
+    assert meta["source_type"] == "motionplanning" and meta["env_info"]["env_id"] == task
+    assert meta["env_info"]["env_kwargs"]["control_mode"] == "pd_joint_pos"
+    assert {"sapien", "mplib", "torch", "numpy", "h5py"} <= set(meta["versions"])
+
+
+@pytest.mark.parametrize("task", TASKS)
+def test_saved_episodes_succeed_and_verify_reproduces_them(made, task):
+    traj = TrajectoryFile(made[task])
+    for e, ep in zip(traj.episodes, traj):
+        assert e["success"] and ep.success[-1] and ep.terminated[-1] and not ep.truncated.any()
+        assert ep.obs.shape[0] == ep.length + 1
+    assert [e["episode_id"] for e in traj.episodes] == list(range(N))
+    assert len({e["seed"] for e in traj.episodes}) == N
+    traj.close()
+    assert verify_file(made[task], num_envs=2) == (N, N, [])
+
+
+def test_cli_list_info_verify(made, capsys):
+    assert main(["list"]) == 0
+    out = capsys.readouterr().out
+    assert all(task in out for task in TASKS)
+    task = TASKS[0]
+    assert main(["info", str(made[task])]) == 0
+    out = capsys.readouterr().out
+    assert f"episodes    {N}  success 100.0%" in out and task in out and '"control_mode": "pd_joint_pos"' in out
+    assert re.search(r"length\s+min \d+", out) and "MiB" in out
+    assert main(["verify", str(made[task]), "--num-envs", "2"]) == 0
+    assert f"{N}/{N} episodes reproduce" in capsys.readouterr().out
+
+
+# ---- durability -------------------------------------------------------------------------------------
+def _ids(path: Path) -> list[int]:
+    return [e["episode_id"] for e in read_meta(path)["episodes"]]
+
+
+def test_sigkilled_generation_resumes_without_duplicates_or_gaps(tmp_path):
+    out = tmp_path / "pick.h5"
+    cmd = [sys.executable, "-m", "demos.cli", "generate", "PickCube", "--n", "8", "--num-envs", "2", "--workers", "1", "--out", str(out)]
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and not (out.exists() and len(_ids(out)) >= 2):
+            time.sleep(0.2)
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    killed = _ids(out)  # readable right after the kill
+    assert 2 <= len(killed) < 8 and killed == list(range(len(killed)))
+    assert main(["generate", "PickCube", "--n", "4", "--out", str(out)]) == 2  # exists: refused
+    _gen("PickCube", out, n=len(killed) + 2, resume=True)
+    meta = read_meta(out)
+    assert _ids(out) == list(range(len(killed) + 2))
+    assert len({e["seed"] for e in meta["episodes"]}) == len(killed) + 2
+    assert [e["info"]["attempt"] for e in meta["episodes"]] == sorted({e["info"]["attempt"] for e in meta["episodes"]})
+    assert not parts_dir(out).exists()
+
+
+WRITER = """
+import sys, numpy as np
+from replay.trajectory import Episode, TrajectoryWriter
+w = TrajectoryWriter(sys.argv[1], {"env_info": {"env_id": "X", "env_kwargs": {}, "max_episode_steps": 9}}, resume=True)
+rng = np.random.default_rng(int(sys.argv[2]))
+print("ready", flush=True)
+while True:
+    t = int(rng.integers(20, 60))
+    ep = Episode(rng.random((t, 8), dtype=np.float32), np.zeros(t, bool), np.zeros(t, bool), np.ones(t, bool),
+                 np.zeros(t, bool), {"actors": {"cube": rng.random((t + 1, 13), dtype=np.float32)}}, seed=w.num_episodes)
+    w.add_batch([ep] * int(rng.integers(1, 4)), "pd_joint_pos")
+"""
+
+
+def test_writer_killed_at_random_moments_leaves_a_readable_file(tmp_path):
+    path = tmp_path / "w.h5"
+    rng = np.random.default_rng(0)
+    counts = []
+    for k in range(6):
+        proc = subprocess.Popen([sys.executable, "-c", WRITER, str(path), str(k)], cwd=ROOT, stdout=subprocess.PIPE)
+        proc.stdout.readline()
+        time.sleep(rng.uniform(0.05, 0.6))
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        proc.stdout.close()
+        ids = _ids(path)
+        assert ids == list(range(len(ids))) and len(ids) >= (counts[-1] if counts else 0)
+        traj = TrajectoryFile(path)
+        assert all(ep.length + 1 == len(ep.env_states["actors"]["cube"]) for ep in traj)
+        traj.close()
+        counts.append(len(ids))
+    assert counts[-1] > 0
+    moved = tmp_path / "moved" / "w.h5"  # an unfinished file without its .parts folder
+    moved.parent.mkdir()
+    shutil.copy(path, moved)
+    with pytest.raises(TrajectoryError, match="w.h5.parts folder"):
+        read_meta(moved)
+    with TrajectoryWriter(path, {}, resume=True):
+        pass  # consolidates
+    assert _ids(path) == list(range(counts[-1])) and not parts_dir(path).exists()
+
+
+def _episode(t: int = 5, seed: int = 0) -> Episode:
+    z = np.zeros(t, bool)
+    return Episode(np.zeros((t, 8), np.float32), z, z, np.ones(t, bool), z, {"actors": {"a": np.zeros((t + 1, 13), np.float32)}}, seed=seed)
+
+
+def test_uncommitted_group_and_stale_sidecar(tmp_path):
+    path = tmp_path / "x.h5"
+    with TrajectoryWriter(path, {"env_info": {"env_id": "X", "env_kwargs": {}}}) as w:
+        w.add_batch([_episode(seed=0), _episode(seed=1)], "pd_joint_pos")
+    stale = sidecar_path(path).read_text()
+    with h5py.File(path, "a") as f:  # a group written without its commit mark, as by a run killed mid-episode
+        f.create_group("traj_2").create_dataset("actions", data=np.zeros((3, 8)))
+    assert _ids(path) == [0, 1]
+    with TrajectoryWriter(path, {}, resume=True) as w:
+        assert w.add(_episode(seed=2), "pd_joint_pos") == 2
+    with h5py.File(path, "r") as f:
+        assert json.loads(f["traj_2"].attrs["meta"])["seed"] == 2 and f["traj_2/actions"].shape == (5, 8)
+    sidecar_path(path).write_text(stale)  # lists 2 of 3 episodes
+    assert _ids(path) == [0, 1, 2]
+    sidecar_path(path).unlink()
+    assert _ids(path) == [0, 1, 2]
+
+
+# ---- overwrite, shards, merge -----------------------------------------------------------------------
+def test_overwrite_keeps_the_old_file_until_the_new_one_is_complete(made, tmp_path, monkeypatch):
+    out = tmp_path / "p.h5"
+    shutil.copy(made[TASKS[0]], out)
+    shutil.copy(sidecar_path(made[TASKS[0]]), sidecar_path(out))
+    before = _snapshot(out, sidecar_path(out))
+
+    def broken(*a, **k):
+        raise RuntimeError("simulated crash while starting")
+
+    monkeypatch.setattr("demos.generate.GenerationWorkers", broken)
+    with pytest.raises(RuntimeError):
+        generate(GenerateConfig(task=TASKS[0], n=1, out=out, overwrite=True, workers=1, num_envs=2))
+    assert _snapshot(out, sidecar_path(out)) == before
+    assert not pending_path(out).exists() and not sidecar_path(pending_path(out)).exists()
+
+
+def test_shards_are_disjoint_and_merge_renumbers(made, tmp_path, capsys):
+    task = TASKS[0]
+    a, b = tmp_path / "a.h5", tmp_path / "b.h5"
+    shutil.copy(made[task], b)  # b exists: shard 1 overwrites it
+    shutil.copy(sidecar_path(made[task]), sidecar_path(b))
+    _gen(task, a, shard=(0, 2))
+    _gen(task, b, shard=(1, 2), overwrite=True)
+    sa, sb = [[e["seed"] for e in read_meta(p)["episodes"]] for p in (a, b)]
+    assert all(s % 2 == 0 for s in sa) and all(s % 2 == 1 for s in sb)
+    out = tmp_path / "m.h5"
+    assert main(["merge", str(out), str(a), str(b)]) == 0
+    meta = read_meta(out)
+    assert [e["episode_id"] for e in meta["episodes"]] == list(range(2 * N))
+    assert [e["seed"] for e in meta["episodes"]] == sa + sb
+    assert [e["source"] for e in meta["episodes"]][N] == {"file": "b.h5", "episode_id": 0}
+    assert [m["generation"]["shard"] for m in meta["merged_from"]] == [[0, 2], [1, 2]]
+    assert meta["env_info"] == read_meta(a)["env_info"]
+    with h5py.File(out, "r") as f, h5py.File(b, "r") as fb:
+        assert np.array_equal(f[f"traj_{N}/actions"][()], fb["traj_0/actions"][()])
+        assert json.loads(f[f"traj_{N}"].attrs["meta"])["episode_id"] == N
+    capsys.readouterr()
+    assert verify_file(out, num_envs=4) == (2 * N, 2 * N, [])
+
+
+def _retag(src: Path, dst: Path, **env_info) -> Path:
+    """A copy of src claiming other env_info (as a file of another task or control mode would)."""
+    shutil.copy(src, dst)
+    meta = json.loads(sidecar_path(src).read_text())
+    for key, value in env_info.items():
+        if key in ("control_mode", "obs_mode"):
+            meta["env_info"]["env_kwargs"][key] = value
+        else:
+            meta["env_info"][key] = value
+    sidecar_path(dst).write_text(json.dumps(meta))
+    with h5py.File(dst, "a") as f:
+        f.attrs["meta"] = json.dumps({k: v for k, v in meta.items() if k != "episodes"})
+    return dst
+
+
+@pytest.mark.parametrize("change", [{"env_id": "PushCube-v1"}, {"control_mode": "pd_ee_delta_pose"}, {"obs_mode": "none"}])
+def test_merge_refuses_different_env_or_modes(made, tmp_path, capsys, change):
+    src = made[TASKS[0]]
+    other = _retag(src, tmp_path / "other.h5", **change)
+    out = tmp_path / "m.h5"
+    assert main(["merge", str(out), str(src), str(other)]) == 2
+    line = _one_error_line(capsys)
+    assert "cannot merge" in line and str(next(iter(change.values()))) in line
+    assert not out.exists() and not (tmp_path / "m.h5.tmp").exists()
+
+
+# ---- bad input ----------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "args, says",
+    [
+        (["generate", "NoSuchTask", "--n", "2"], "unknown env id"),
+        (["generate", next(e for e in env_ids() if e not in SOLUTIONS), "--n", "2"], "no motion-planning solution"),
+        (["generate", "PickCube", "--n", "0"], "--n must be a positive"),
+        (["generate", "PickCube", "--n", "-3"], "--n must be a positive"),
+        (["generate", "PickCube", "--n", "2", "--shard", "2/2"], "--shard"),
+        (["generate", "PickCube", "--n", "2", "--shard", "x"], "expected i/K"),
+        (["generate", "PickCube", "--n", "2", "--obs-mode", "rgb"], "none or state"),
+        (["generate", "PickCube", "--n", "2", "--resume", "--overwrite"], "not allowed with"),
+        (["generate", "PickCube", "--n", "2", "--out", "/proc/demos/x.h5"], "cannot write"),
+        (["generate", "PickCube", "--n", "2", "--out", "{tmp}/file.txt/x.h5"], "not a directory"),
+        (["generate", "PickCube", "--n", "2", "--out", "{tmp}/x.json"], ".h5"),
+    ],
+)
+def test_generate_bad_input_one_line(tmp_path, capsys, args, says):
+    (tmp_path / "file.txt").write_text("x")
+    args = [a.replace("{tmp}", str(tmp_path)) for a in args]
+    try:
+        rc = main(args)
+    except SystemExit as e:  # usage errors come from argparse
+        rc = e.code
+    assert rc == 2
+    line = _one_error_line(capsys)
+    assert says in line, line
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["file.txt"]
+
+
+def test_generate_refuses_an_existing_output(made, tmp_path, capsys):
+    out = tmp_path / "p.h5"
+    shutil.copy(made[TASKS[0]], out)
+    shutil.copy(sidecar_path(made[TASKS[0]]), sidecar_path(out))
+    before = _snapshot(out, sidecar_path(out))
+    assert main(["generate", TASKS[0], "--n", "2", "--out", str(out)]) == 2
+    assert "--resume" in _one_error_line(capsys) and _snapshot(out, sidecar_path(out)) == before
+    merged = _retag(out, tmp_path / "q.h5", control_mode="pd_ee_delta_pose")
+    assert main(["generate", TASKS[0], "--n", "9", "--out", str(merged), "--resume"]) == 2  # other settings
+    assert "resume with the same settings" in _one_error_line(capsys)
+
+
+def _foreign_files(tmp_path: Path, made: dict) -> dict[str, Path]:
+    files = {}
+    files["text"] = tmp_path / "notes.txt"
+    files["text"].write_text("not a trajectory\n")
+    files["random h5"] = tmp_path / "random.h5"
+    with h5py.File(files["random h5"], "w") as f:
+        f["x"] = np.arange(3)
+    files["text named .h5 with sidecar"] = tmp_path / "fake.h5"
+    files["text named .h5 with sidecar"].write_text("hello")
+    shutil.copy(sidecar_path(made[TASKS[0]]), tmp_path / "fake.json")
+    files["truncated"] = tmp_path / "cut.h5"
+    data = made[TASKS[0]].read_bytes()
+    files["truncated"].write_bytes(data[: len(data) // 2])
+    files["foreign json"] = tmp_path / "other.h5"
+    with h5py.File(files["foreign json"], "w") as f:
+        f["traj_0/actions"] = np.zeros((2, 2))
+    (tmp_path / "other.json").write_text('{"name": "something else"}')
+    files["missing"] = tmp_path / "absent.h5"
+    return files
+
+
+@pytest.mark.parametrize("command", ["info", "verify", "merge"])
+def test_corrupt_or_foreign_files_one_line(made, tmp_path, capsys, command):
+    for what, path in _foreign_files(tmp_path, made).items():
+        out = tmp_path / "merged.h5"
+        args = {"info": ["info", str(path)], "verify": ["verify", str(path)], "merge": ["merge", str(out), str(made[TASKS[0]]), str(path)]}[command]
+        assert main(args) == 2, what
+        _one_error_line(capsys)
+        assert not out.exists() and not (tmp_path / "merged.h5.tmp").exists(), what
+
+
+def test_cli_process_exit_code_and_no_traceback(tmp_path):
+    bad = tmp_path / "bad.h5"
+    bad.write_text("garbage")
+    for args in (["info", str(bad)], ["generate", "NoSuchTask", "--n", "1"]):
+        r = subprocess.run([sys.executable, "-m", "demos.cli", *args], cwd=ROOT, capture_output=True, text=True)
+        assert r.returncode == 2 and "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
