@@ -44,7 +44,7 @@ class Episode:
     seed: int
     reset_kwargs: dict[str, Any] = field(default_factory=dict)
     rewards: np.ndarray | None = None  # (T,) float32
-    obs: dict[str, Any] | None = None  # nested dict of (T + 1, ...) arrays
+    obs: dict[str, Any] | np.ndarray | None = None  # (T + 1, D) flat state, or a nested dict of (T + 1, ...) arrays
     info: dict[str, Any] = field(default_factory=dict)  # JSON-serialisable extras
 
     @property
@@ -79,6 +79,10 @@ def _write_tree(group: h5py.Group, tree: dict[str, Any], compress: bool) -> None
 
 def _read_tree(group: h5py.Group) -> dict[str, Any]:
     return {k: _read_tree(v) if isinstance(v, h5py.Group) else v[()] for k, v in group.items()}
+
+
+def _read_obs(node: h5py.Group | h5py.Dataset) -> dict[str, Any] | np.ndarray:
+    return _read_tree(node) if isinstance(node, h5py.Group) else node[()]
 
 
 def read_meta(path: str | Path) -> dict:
@@ -155,8 +159,10 @@ class TrajectoryWriter:
         if episode.rewards is not None:
             g.create_dataset("rewards", data=episode.rewards.astype(np.float32))
         _write_tree(g.create_group("env_states"), episode.env_states, compress=False)
-        if episode.obs is not None:
+        if isinstance(episode.obs, dict):
             _write_tree(g.create_group("obs"), episode.obs, compress=self.compress)
+        elif episode.obs is not None:  # flat state obs: one dataset, as in ManiSkill's layout
+            g.create_dataset("obs", data=np.asarray(episode.obs))
         entry = {
             "episode_id": eid,
             "seed": int(episode.seed),
@@ -233,7 +239,7 @@ class TrajectoryFile:
             seed=entry.get("seed", entry.get("episode_seed", 0)),
             reset_kwargs=entry.get("reset_kwargs", {}),
             rewards=g["rewards"][()] if "rewards" in g else None,
-            obs=_read_tree(g["obs"]) if with_obs and "obs" in g else None,
+            obs=_read_obs(g["obs"]) if with_obs and "obs" in g else None,
             info=entry.get("info", {}),
         )
 
