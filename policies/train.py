@@ -89,6 +89,8 @@ def train(run: RunConfig, callbacks: Sequence[L.Callback] = ()) -> dict[str, Any
     )
     start = time.monotonic()
     trainer.fit(module, dm, ckpt_path=str(resume_from) if run.train.resume else None)
+    if not best.best_model_path and not last.is_file():  # stopped (max_minutes) before the first validation
+        trainer.save_checkpoint(last)
     if not trainer.is_global_zero:
         return {}
     minutes = (time.monotonic() - start) / 60
