@@ -1,0 +1,323 @@
+"""Training and evaluation configs: dataclasses that validate themselves.
+
+A run is `BCRun` or `DiffusionRun` (sections `dataset`, `policy`, `train`, `eval`). The YAML files
+in configs/ hold the same sections; `load_run` merges one over the defaults and rejects unknown
+keys, and the CLI (tyro) is generated from these classes, so `--help` shows every field with the
+comment written under it here.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import types
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import tyro
+import yaml
+
+from envs.modes import ObsMode
+
+POLICY_OBS_MODES = (ObsMode.STATE, ObsMode.RGB, ObsMode.RGBD)
+
+
+def _check(cond: bool, message: str) -> None:
+    if not cond:
+        raise ValueError(message)
+
+
+def _positive(obj: Any, *names: str) -> None:
+    for name in names:
+        _check(getattr(obj, name) > 0, f"{name} must be > 0, got {getattr(obj, name)}")
+
+
+@dataclass
+class DatasetConfig:
+    obs_mode: str = "state"
+    """observations to learn from: state (flat vector), rgb or rgbd (cameras + state_keys)"""
+    max_episodes: int = 0
+    """use the file's first N episodes (0: all)"""
+    val_fraction: float = 0.1
+    """fraction of episodes held out for the validation loss (episode-level split)"""
+    split_seed: int = 0
+    """seed of the train/val episode split"""
+    state_keys: tuple[str, ...] = ("agent", "extra/tcp_pose", "extra/goal_pos")
+    """image modes: obs entries (a path names all leaves under it) fed next to the images; paths missing from the data are left out"""
+    cameras: tuple[str, ...] = ()
+    """image modes: camera uids to use (empty: every camera in the data)"""
+    depth_scale_mm: float = 2000.0
+    """rgbd: depth in millimetres is divided by this (and clipped to 1)"""
+
+    def __post_init__(self) -> None:
+        allowed = ", ".join(m.value for m in POLICY_OBS_MODES)
+        _check(self.obs_mode in {m.value for m in POLICY_OBS_MODES}, f"dataset.obs_mode {self.obs_mode!r}; allowed: {allowed}")
+        _check(0.0 <= self.val_fraction < 1.0, f"dataset.val_fraction must be in [0, 1), got {self.val_fraction}")
+        _check(self.max_episodes >= 0, f"dataset.max_episodes must be >= 0, got {self.max_episodes}")
+        _positive(self, "depth_scale_mm")
+
+    @property
+    def mode(self) -> ObsMode:
+        return ObsMode(self.obs_mode)
+
+
+@dataclass
+class PolicyConfig:
+    """What every policy shares: horizons, the image encoder, the optimiser."""
+
+    obs_horizon: int = 2
+    """observations stacked as the policy's input (the current one and those before it)"""
+    pred_horizon: int = 16
+    """actions predicted at once (starting at the oldest observation of the history)"""
+    action_horizon: int = 8
+    """actions of a prediction executed before predicting again"""
+    image_features: int = 256
+    """image modes: features per camera from the CNN encoder"""
+    image_shift: int = 4
+    """image modes: random-shift augmentation in pixels during training (0: none)"""
+    lr: float = 1e-3
+    """peak learning rate (AdamW; linear warm-up, then cosine decay to 0 at train.max_steps)"""
+    weight_decay: float = 1e-6
+    """AdamW weight decay"""
+    warmup_steps: int = 500
+    """learning-rate warm-up steps"""
+
+    def __post_init__(self) -> None:
+        _positive(self, "obs_horizon", "pred_horizon", "action_horizon", "image_features", "lr")
+        _check(self.image_shift >= 0, f"policy.image_shift must be >= 0, got {self.image_shift}")
+        _check(self.warmup_steps >= 0, f"policy.warmup_steps must be >= 0, got {self.warmup_steps}")
+        _check(
+            self.action_horizon <= self.pred_horizon - self.obs_horizon + 1,
+            f"policy.action_horizon ({self.action_horizon}) must be <= pred_horizon - obs_horizon + 1 "
+            f"({self.pred_horizon - self.obs_horizon + 1}): the executed actions start at the current step",
+        )
+
+
+@dataclass
+class BCConfig(PolicyConfig):
+    obs_horizon: int = 1
+    """observations stacked as the policy's input (the current one and those before it)"""
+    pred_horizon: int = 1
+    """actions predicted at once (starting at the oldest observation of the history)"""
+    action_horizon: int = 1
+    """actions of a prediction executed before predicting again"""
+    hidden: tuple[int, ...] = (512, 512, 512)
+    """MLP hidden layer widths"""
+    dropout: float = 0.0
+    """dropout after each hidden layer"""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        _check(len(self.hidden) > 0 and min(self.hidden) > 0, f"policy.hidden must be positive widths, got {self.hidden}")
+        _check(0.0 <= self.dropout < 1.0, f"policy.dropout must be in [0, 1), got {self.dropout}")
+
+
+@dataclass
+class DiffusionConfig(PolicyConfig):
+    unet_dims: tuple[int, ...] = (128, 256, 512)
+    """channels of the 1-D UNet's levels (each after the first halves the sequence length)"""
+    kernel_size: int = 5
+    """1-D convolution kernel size"""
+    groups: int = 8
+    """GroupNorm groups"""
+    step_embed: int = 128
+    """diffusion-step embedding size"""
+    train_steps: int = 100
+    """DDPM noise steps in training"""
+    inference_steps: int = 10
+    """DDIM denoising steps when acting"""
+    beta_schedule: str = "cosine"
+    """noise schedule: cosine or linear"""
+    ema_decay: float = 0.999
+    """EMA decay of the weights used for evaluation (0: no EMA)"""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        _positive(self, "kernel_size", "groups", "step_embed", "train_steps", "inference_steps")
+        _check(len(self.unet_dims) > 0 and min(self.unet_dims) > 0, f"policy.unet_dims must be positive, got {self.unet_dims}")
+        bad = [d for d in self.unet_dims if d % self.groups]
+        _check(not bad, f"policy.unet_dims must be multiples of policy.groups ({self.groups}): {bad}")
+        _check(self.inference_steps <= self.train_steps, "policy.inference_steps must be <= policy.train_steps")
+        _check(self.beta_schedule in ("cosine", "linear"), f"policy.beta_schedule {self.beta_schedule!r}; allowed: cosine, linear")
+        _check(0.0 <= self.ema_decay < 1.0, f"policy.ema_decay must be in [0, 1), got {self.ema_decay}")
+        levels = 2 ** (len(self.unet_dims) - 1)
+        _check(self.pred_horizon % levels == 0, f"policy.pred_horizon ({self.pred_horizon}) must be a multiple of {levels} for {len(self.unet_dims)} UNet levels")
+        _check(self.kernel_size % 2 == 1, f"policy.kernel_size must be odd, got {self.kernel_size}")
+
+
+@dataclass
+class TrainConfig:
+    max_steps: int = 30_000
+    """optimiser steps"""
+    max_minutes: float = 0.0
+    """stop after this many minutes of training even before max_steps (0: no limit)"""
+    batch_size: int = 256
+    """samples per step and device"""
+    val_every: int = 2000
+    """steps between validation (loss on held-out episodes, then evaluation rollouts)"""
+    val_batches: int = 8
+    """validation batches per validation"""
+    precision: str = "auto"
+    """Lightning precision: auto (bf16-mixed on CUDA, 32-true on CPU), 32-true, bf16-mixed, 16-mixed"""
+    accelerator: str = "auto"
+    """Lightning accelerator: auto, cpu, gpu"""
+    devices: Annotated[int, tyro.conf.arg(aliases=("--devices",))] = 1
+    """devices (GPUs, or CPU processes with accelerator cpu)"""
+    strategy: Annotated[str, tyro.conf.arg(aliases=("--strategy",))] = "auto"
+    """Lightning strategy: auto, ddp, ddp_spawn, ..."""
+    seed: int = 0
+    """seed of weights, sampling and noise"""
+    out: str = "runs"
+    """folder of runs; this run writes OUT/NAME"""
+    name: str = ""
+    """run name (default: <policy>_<obs mode>_<env id>)"""
+    resume: Annotated[bool, tyro.conf.arg(aliases=("--resume",))] = False
+    """continue OUT/NAME from its last checkpoint"""
+    progress_bar: bool = True
+    """show a progress bar"""
+
+    def __post_init__(self) -> None:
+        _positive(self, "max_steps", "batch_size", "val_every", "val_batches", "devices")
+        _check(self.max_minutes >= 0, f"train.max_minutes must be >= 0, got {self.max_minutes}")
+        precisions = ("auto", "32-true", "bf16-mixed", "16-mixed", "64-true")
+        _check(self.precision in precisions, f"train.precision {self.precision!r}; allowed: {', '.join(precisions)}")
+
+
+@dataclass
+class EvalConfig:
+    episodes: int = 50
+    """evaluation episodes (seeds seed, seed + 1, ...); 0 disables rollouts during training"""
+    num_envs: int = 25
+    """envs simulated together"""
+    num_workers: int = 1
+    """env worker processes (envs.parallel)"""
+    seed: int = 100_000
+    """first evaluation seed (far from the demos' seeds)"""
+    max_episode_steps: int = 0
+    """episode length (0: the env's own)"""
+    video: str = ""
+    """folder for tiled mp4 videos of the rollouts (empty: none)"""
+    final_episodes: int = 100
+    """episodes of the evaluation of the best checkpoint after training (0: none)"""
+
+    def __post_init__(self) -> None:
+        _positive(self, "num_envs", "num_workers")
+        _check(self.episodes >= 0 and self.final_episodes >= 0, "eval.episodes and eval.final_episodes must be >= 0")
+        _check(self.num_workers <= self.num_envs, "eval.num_workers must be <= eval.num_envs")
+        _check(self.max_episode_steps >= 0, "eval.max_episode_steps must be >= 0")
+
+
+class PolicyKind(enum.Enum):
+    BC = "bc"
+    DIFFUSION = "diffusion"
+
+
+@dataclass
+class RunConfig:
+    data: str = ""
+    """demonstrations: a trajectory file (.h5 with its .json sidecar)"""
+    dataset: DatasetConfig = field(default_factory=DatasetConfig)
+    policy: PolicyConfig = field(default_factory=PolicyConfig)
+    train: TrainConfig = field(default_factory=TrainConfig)
+    eval: EvalConfig = field(default_factory=EvalConfig)
+
+    kind: typing.ClassVar[PolicyKind]
+
+    def __post_init__(self) -> None:
+        _check(bool(self.data), "--data FILE.h5 is required")
+        _check(Path(self.data).is_file(), f"--data {self.data}: no such file")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind.value, **dataclasses.asdict(self)}
+
+
+@dataclass
+class BCRun(RunConfig):
+    policy: BCConfig = field(default_factory=BCConfig)
+    kind: typing.ClassVar[PolicyKind] = PolicyKind.BC
+
+
+@dataclass
+class DiffusionRun(RunConfig):
+    policy: DiffusionConfig = field(default_factory=DiffusionConfig)
+    kind: typing.ClassVar[PolicyKind] = PolicyKind.DIFFUSION
+
+
+RUNS: dict[str, type[RunConfig]] = {k.kind.value: k for k in (BCRun, DiffusionRun)}
+
+
+def _coerce(tp: Any, value: Any, where: str) -> Any:
+    """`value` (from YAML/JSON) as type `tp`, or a ValueError naming the key."""
+    origin = typing.get_origin(tp)
+    if dataclasses.is_dataclass(tp):
+        return from_dict(tp, value, where)
+    if origin is tuple:
+        _check(isinstance(value, (list, tuple)), f"{where}: expected a list, got {value!r}")
+        (inner, *_) = typing.get_args(tp)
+        return tuple(_coerce(inner, v, where) for v in value)
+    if origin in (typing.Union, types.UnionType):
+        return value
+    if origin is Literal:
+        return value
+    if tp is float and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    if tp in (int, float, str, bool):
+        _check(isinstance(value, tp) and not (tp is int and isinstance(value, bool)), f"{where}: expected {tp.__name__}, got {value!r}")
+    return value
+
+
+def from_dict(cls: type, data: Any, where: str = "") -> Any:
+    """A dataclass from a nested dict; unknown keys and wrong types raise one ValueError."""
+    _check(isinstance(data, dict), f"{where or 'config'}: expected a mapping, got {data!r}")
+    hints = typing.get_type_hints(cls)
+    fields = {f.name for f in dataclasses.fields(cls) if f.init}
+    unknown = sorted(set(data) - fields)
+    if unknown:
+        raise ValueError(f"unknown key {where + '.' if where else ''}{unknown[0]}; allowed: {', '.join(sorted(fields))}")
+    kwargs = {k: _coerce(hints[k], v, f"{where + '.' if where else ''}{k}") for k, v in data.items()}
+    return cls(**kwargs)
+
+
+def load_run(kind: str, config_file: str | Path | None = None, data: str = "") -> RunConfig:
+    """Defaults of `kind`, overlaid with a YAML file's sections (no validation of `data` yet)."""
+    _check(kind in RUNS, f"unknown policy {kind!r}; allowed: {', '.join(RUNS)}")
+    cls = RUNS[kind]
+    raw: dict[str, Any] = {}
+    if config_file:
+        path = Path(config_file)
+        _check(path.is_file(), f"--config {path}: no such file")
+        raw = yaml.safe_load(path.read_text()) or {}
+        _check(isinstance(raw, dict), f"{path}: expected a mapping of sections")
+        file_kind = raw.pop("kind", kind)
+        _check(file_kind == kind, f"{path} is a {file_kind} config; use `policies train {file_kind}`")
+    if data:
+        raw["data"] = data
+    return from_dict_lenient_data(cls, raw)
+
+
+def from_dict_lenient_data(cls: type[RunConfig], raw: dict[str, Any]) -> RunConfig:
+    """`from_dict` for a run whose `data` may still be missing (the command line supplies it)."""
+    data = raw.pop("data", "")
+    run = object.__new__(cls)
+    hints = typing.get_type_hints(cls)
+    fields = {f.name for f in dataclasses.fields(cls) if f.init}
+    unknown = sorted(set(raw) - fields)
+    if unknown:
+        raise ValueError(f"unknown key {unknown[0]}; allowed: {', '.join(sorted(fields))}")
+    for f in dataclasses.fields(cls):
+        if f.name == "data":
+            continue
+        value = _coerce(hints[f.name], raw[f.name], f.name) if f.name in raw else f.default_factory()
+        setattr(run, f.name, value)
+    run.data = data
+    return run
+
+
+def run_from_dict(d: dict[str, Any]) -> RunConfig:
+    """Rebuild a run config saved with `to_dict` (in a checkpoint or a run folder)."""
+    d = dict(d)
+    kind = d.pop("kind")
+    _check(kind in RUNS, f"unknown policy {kind!r}")
+    return from_dict_lenient_data(RUNS[kind], d)

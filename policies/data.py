@@ -1,0 +1,237 @@
+"""Demonstrations in memory: observations and actions of every episode as tensors, an
+episode-level seeded train/val split, and windows of observation histories and action chunks.
+
+Reads this project's trajectory files and ManiSkill-layout ones alike (traj_<i>/actions, traj_<i>/obs
+as a flat state dataset or a tree with agent/extra and cameras under `cameras/` or `sensor_data/`,
+a JSON sidecar with env_info). The HDF5 file is read through `replay.trajectory.TrajectoryFile`,
+which opens lazily in the process that reads (fork-safe).
+
+Windows follow the diffusion-policy convention: the sample for decision step t of an episode of
+T actions has observations t - To + 1 .. t and actions t - To + 1 .. t - To + Tp. Indices before
+the episode's start repeat its first observation / action; actions past its end repeat the last
+one (absolute control modes) or hold still (delta and velocity modes: zeros, gripper repeated).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+import torch
+
+from envs.modes import ControlMode, ObsMode
+from policies.config import DatasetConfig
+from replay.trajectory import TrajectoryFile
+
+HOLD_STILL_MODES = {m for m in ControlMode if "delta" in m.value or "vel" in m.value}
+ENV_KWARGS_KEPT = ("robot_uids", "sensor_configs")  # env_kwargs of a demo file that an eval env reuses
+
+
+@dataclass
+class ObsSpec:
+    """What a policy sees and does, derived from the data; stored in checkpoints."""
+
+    obs_mode: str
+    state_dim: int
+    action_dim: int
+    state_paths: tuple[str, ...] = ()  # image modes: leaf paths of the state vector, in order
+    cameras: tuple[str, ...] = ()
+    image_shape: tuple[int, int, int] = (0, 0, 0)  # (C, H, W)
+    depth_scale_mm: float = 2000.0
+
+    @property
+    def mode(self) -> ObsMode:
+        return ObsMode(self.obs_mode)
+
+    @property
+    def visual(self) -> bool:
+        return self.mode.visual
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "ObsSpec":
+        d = dict(d)
+        for k in ("state_paths", "cameras", "image_shape"):
+            d[k] = tuple(d.get(k, ()))
+        return cls(**d)
+
+
+def _leaves(tree: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    out = {}
+    for k in sorted(tree):
+        v = tree[k]
+        path = f"{prefix}{k}"
+        out.update(_leaves(v, path + "/") if isinstance(v, dict) else {path: v})
+    return out
+
+
+def _camera_tree(obs: dict[str, Any]) -> dict[str, Any]:
+    return obs.get("cameras", obs.get("sensor_data", {}))
+
+
+def describe(obs: Any, actions: np.ndarray, cfg: DatasetConfig) -> ObsSpec:
+    """The ObsSpec of one episode's (or one env step's) observations under `cfg`."""
+    mode = cfg.mode
+    if not mode.visual:
+        if isinstance(obs, dict):
+            raise ValueError("dataset.obs_mode state needs flat state observations (generate with --obs-mode state)")
+        return ObsSpec(mode.value, int(np.shape(obs)[-1]), int(actions.shape[-1]))
+    if not isinstance(obs, dict) or not _camera_tree(obs):
+        raise ValueError(f"dataset.obs_mode {mode.value} needs camera observations in the data (replay convert --obs {mode.value})")
+    leaves = _leaves({k: v for k, v in obs.items() if k not in ("cameras", "sensor_data", "sensor_param")})
+    paths = tuple(p for p in leaves if any(p == key or p.startswith(key + "/") for key in cfg.state_keys))
+    cams_present = sorted(_camera_tree(obs))
+    cameras = tuple(cfg.cameras) or tuple(cams_present)
+    missing = [c for c in cameras if c not in cams_present]
+    if missing:
+        raise ValueError(f"dataset.cameras {missing} not in the data; it has {cams_present}")
+    channels = 4 if mode is ObsMode.RGBD else 3
+    h, w = np.shape(_camera_tree(obs)[cameras[0]]["rgb"])[-3:-1]
+    state_dim = sum(int(np.prod(np.shape(leaves[p])[1:])) for p in paths)
+    return ObsSpec(mode.value, state_dim, int(actions.shape[-1]), paths, cameras, (channels, int(h), int(w)), cfg.depth_scale_mm)
+
+
+def extract(obs: Any, spec: ObsSpec) -> dict[str, torch.Tensor]:
+    """Policy inputs from an observation batch (leading dim N: env obs or an episode's T + 1):
+    {"state": (N, D) float32, "images": (N, K, C, H, W) uint8 (rgb) or int16 (rgbd)}."""
+    if not spec.visual:
+        return {"state": torch.as_tensor(np.asarray(obs) if not torch.is_tensor(obs) else obs).float()}
+    leaves = _leaves({k: v for k, v in obs.items() if k not in ("cameras", "sensor_data", "sensor_param")})
+    n = len(next(iter(leaves.values()))) if leaves else len(_camera_tree(obs)[spec.cameras[0]]["rgb"])
+    parts = [torch.as_tensor(leaves[p]).float().reshape(n, -1) for p in spec.state_paths]
+    state = torch.cat(parts, 1) if parts else torch.zeros(n, 0)
+    cams = _camera_tree(obs)
+    images = []
+    for uid in spec.cameras:
+        rgb = torch.as_tensor(cams[uid]["rgb"])  # (N, H, W, 3) uint8
+        if spec.mode is ObsMode.RGBD:
+            depth = torch.as_tensor(cams[uid]["depth"]).to(torch.int16)  # (N, H, W, 1) mm
+            rgb = torch.cat((rgb.to(torch.int16), depth), -1)
+        images.append(rgb.permute(0, 3, 1, 2))
+    return {"state": state, "images": torch.stack(images, 1).contiguous()}  # (N, K, C, H, W)
+
+
+def env_info(file: TrajectoryFile) -> dict[str, Any]:
+    """env id, kwargs an eval env reuses, control mode and episode length of a demo file."""
+    info = file.env_info
+    kwargs = info.get("env_kwargs", {})
+    control = kwargs.get("control_mode") or (file.episodes[0].get("control_mode") if file.episodes else None)
+    if not control:
+        raise ValueError(f"{file.path}: no control mode in its sidecar")
+    return {
+        "env_id": info["env_id"],
+        "env_kwargs": {k: kwargs[k] for k in ENV_KWARGS_KEPT if k in kwargs},
+        "control_mode": control,
+        "max_episode_steps": int(info.get("max_episode_steps") or 0),
+    }
+
+
+class DemoData:
+    """Every used episode of a trajectory file, concatenated: obs tensors with T_e + 1 rows per
+    episode, actions with T_e rows."""
+
+    def __init__(self, path: str, cfg: DatasetConfig):
+        file = TrajectoryFile(path)
+        entries = file.episodes[: cfg.max_episodes or None]
+        if not entries:
+            raise ValueError(f"{path}: no episodes")
+        self.env = env_info(file)
+        states, images, actions, lengths = [], [], [], []
+        self.spec: ObsSpec | None = None
+        for entry in entries:
+            g = file.h5[f"traj_{entry['episode_id']}"]
+            if "obs" not in g:
+                raise ValueError(f"{path}: traj_{entry['episode_id']} has no obs (generate with --obs-mode state, or replay convert)")
+            obs = _read(g["obs"])
+            act = g["actions"][()].astype(np.float32)
+            if self.spec is None:
+                self.spec = describe(obs, act, cfg)
+            x = extract(obs, self.spec)
+            if len(x["state"]) != len(act) + 1:
+                raise ValueError(f"{path}: traj_{entry['episode_id']} has {len(x['state'])} obs for {len(act)} actions")
+            states.append(x["state"])
+            if "images" in x:
+                images.append(x["images"])
+            actions.append(torch.from_numpy(act))
+            lengths.append(len(act))
+        file.close()
+        self.episode_ids = [e["episode_id"] for e in entries]
+        self.state = torch.cat(states)  # (M + E, D)
+        self.images = torch.cat(images) if images else None  # (M + E, K, C, H, W)
+        self.actions = torch.cat(actions)  # (M, A)
+        self.lengths = torch.tensor(lengths)  # (E,)
+        self.act_start = torch.cumsum(self.lengths, 0) - self.lengths
+        self.obs_start = self.act_start + torch.arange(len(lengths))
+
+    @staticmethod
+    def peek(path: str, cfg: DatasetConfig) -> tuple[ObsSpec, dict[str, Any]]:
+        """The ObsSpec and env info of a file from its first episode, without loading the rest."""
+        file = TrajectoryFile(path)
+        try:
+            if not file.episodes:
+                raise ValueError(f"{path}: no episodes")
+            g = file.h5[f"traj_{file.episodes[0]['episode_id']}"]
+            if "obs" not in g:
+                raise ValueError(f"{path}: episodes have no obs (generate with --obs-mode state, or replay convert)")
+            return describe(_read(g["obs"]), g["actions"][()], cfg), env_info(file)
+        finally:
+            file.close()
+
+    @property
+    def num_episodes(self) -> int:
+        return len(self.lengths)
+
+    def split(self, val_fraction: float, seed: int) -> tuple[list[int], list[int]]:
+        """Episode indices (into this data) for training and validation, seeded."""
+        order = torch.randperm(self.num_episodes, generator=torch.Generator().manual_seed(seed)).tolist()
+        n_val = int(round(val_fraction * self.num_episodes))
+        if val_fraction > 0 and self.num_episodes >= 2:
+            n_val = max(1, min(n_val, self.num_episodes - 1))
+        return sorted(order[n_val:]), sorted(order[:n_val])
+
+    def windows(self, episodes: list[int], obs_horizon: int, pred_horizon: int) -> dict[str, torch.Tensor]:
+        """Index tables of every sample of `episodes`: obs (S, To) rows into state/images,
+        actions (S, Tp) rows into actions, past_end (S, Tp) True where the chunk ran off the episode."""
+        obs_idx, act_idx, past = [], [], []
+        for e in episodes:
+            T = int(self.lengths[e])
+            t = torch.arange(T)[:, None]
+            o = (t - obs_horizon + 1 + torch.arange(obs_horizon)).clamp(0, T)
+            a = t - obs_horizon + 1 + torch.arange(pred_horizon)
+            obs_idx.append(self.obs_start[e] + o)
+            act_idx.append(self.act_start[e] + a.clamp(0, T - 1))
+            past.append(a > T - 1)
+        return {"obs": torch.cat(obs_idx), "actions": torch.cat(act_idx), "past_end": torch.cat(past)}
+
+    def rows(self, episodes: list[int]) -> tuple[torch.Tensor, torch.Tensor]:
+        """(action rows, obs rows) of `episodes`, for normalisation stats."""
+        acts = torch.cat([torch.arange(self.act_start[e], self.act_start[e] + self.lengths[e]) for e in episodes])
+        obs = torch.cat([torch.arange(self.obs_start[e], self.obs_start[e] + self.lengths[e] + 1) for e in episodes])
+        return acts, obs
+
+
+def _read(node) -> Any:
+    import h5py
+
+    if isinstance(node, h5py.Dataset):
+        return node[()]
+    return {k: _read(v) for k, v in node.items()}
+
+
+def gather(store: dict[str, torch.Tensor | None], table: dict[str, torch.Tensor], idx: torch.Tensor, hold_still: bool) -> dict[str, torch.Tensor]:
+    """A batch for samples `idx` from device-resident `store` (state, images, actions) and index
+    `table` (from DemoData.windows): state (B, To, D), images (B, To, K, C, H, W), actions (B, Tp, A)."""
+    obs_rows = table["obs"][idx]  # (B, To)
+    act_rows = table["actions"][idx]  # (B, Tp)
+    actions = store["actions"][act_rows]
+    if hold_still:
+        past = table["past_end"][idx]  # (B, Tp)
+        arm = torch.zeros_like(actions[..., :-1])
+        actions = torch.cat((torch.where(past[..., None], arm, actions[..., :-1]), actions[..., -1:]), -1)
+    batch = {"state": store["state"][obs_rows], "actions": actions}
+    if store.get("images") is not None:
+        batch["images"] = store["images"][obs_rows]
+    return batch

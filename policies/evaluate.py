@@ -1,0 +1,95 @@
+"""Roll any policy in the batched simulator: every env at once, under torch.inference_mode().
+
+Episodes run for the env's full length (no early stop): success_at_end is the success flag at the
+last step, success_once whether it was ever set; both come with a 95 % Wilson interval. Episode
+length is the step of first success (the full length for episodes that never succeed)."""
+
+from __future__ import annotations
+
+import math
+import time
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import torch
+
+import envs  # noqa: F401  (registers the tasks)
+from policies.data import ObsSpec
+from policies.policy import Policy
+
+
+def wilson(successes: int, n: int, z: float = 1.96) -> tuple[float, float]:
+    """95 % Wilson score interval of a success rate."""
+    if n == 0:
+        return 0.0, 1.0
+    p = successes / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def make_eval_env(env: dict[str, Any], spec: ObsSpec, num_envs: int, num_workers: int = 1, max_episode_steps: int = 0,
+                  video_dir: str | Path | None = None) -> gym.Env:
+    """The env a policy trained on `env` (policies.data.env_info) and `spec` acts in."""
+    kwargs = dict(env["env_kwargs"])
+    steps = max_episode_steps or env.get("max_episode_steps") or None
+    if steps:
+        kwargs["max_episode_steps"] = steps
+    if video_dir:
+        kwargs["render_mode"] = "rgb_array"
+    made = gym.make(env["env_id"], num_envs=num_envs, num_workers=num_workers, obs_mode=spec.obs_mode,
+                    control_mode=env["control_mode"], **kwargs)
+    if video_dir:
+        from envs.wrappers import RecordVideo
+
+        made = RecordVideo(made, video_dir)
+    return made
+
+
+def evaluate(policy: Policy, env: dict[str, Any], episodes: int, num_envs: int, num_workers: int = 1, seed: int = 100_000,
+             max_episode_steps: int = 0, video_dir: str | Path | None = None) -> dict[str, Any]:
+    """Success rates, their intervals, mean episode length over `episodes` seeds seed, seed + 1, ..."""
+    num_envs = min(num_envs, episodes)
+    num_workers = min(num_workers, num_envs)
+    sim = make_eval_env(env, policy.spec, num_envs, num_workers, max_episode_steps, video_dir)
+    start = time.monotonic()
+    at_end, once, lengths = [], [], []
+    was_training = policy.training
+    policy.eval()
+    try:
+        with torch.inference_mode():
+            for first in range(0, episodes, num_envs):
+                obs, info = sim.reset(seed=[seed + first + i for i in range(num_envs)])
+                policy.reset()
+                horizon = int(sim.unwrapped.max_episode_steps)
+                ever = torch.zeros(num_envs, dtype=torch.bool)
+                first_success = torch.full((num_envs,), horizon)
+                for step in range(horizon):
+                    action = policy.predict_action(obs).float().cpu()
+                    obs, _, _, _, info = sim.step(action)
+                    success = info["success"].cpu().bool()
+                    first_success = torch.where(success & ~ever, torch.tensor(step + 1), first_success)
+                    ever |= success
+                keep = min(num_envs, episodes - first)
+                at_end += info["success"].cpu().bool()[:keep].tolist()
+                once += ever[:keep].tolist()
+                lengths += first_success[:keep].tolist()
+    finally:
+        sim.close()
+        policy.train(was_training)
+    n = len(at_end)
+    out = {"episodes": n, "seed": seed, "episode_len": sum(lengths) / n, "seconds": round(time.monotonic() - start, 1)}
+    for name, values in (("success_at_end", at_end), ("success_once", once)):
+        out[name] = sum(values) / n
+        out[f"{name}_ci95"] = list(wilson(sum(values), n))
+    return out
+
+
+def summary(result: dict[str, Any]) -> str:
+    def rate(name: str) -> str:
+        lo, hi = result[f"{name}_ci95"]
+        return f"{name} {result[name]:.3f} [{lo:.3f}, {hi:.3f}]"
+
+    return (f"{result['episodes']} episodes: {rate('success_at_end')}, {rate('success_once')}, "
+            f"mean episode length {result['episode_len']:.1f} ({result['seconds']:.0f} s)")

@@ -1,0 +1,122 @@
+"""Policies behind one small interface:
+
+    policy.reset()                      # new episodes in every env: forget history and queued actions
+    action = policy.predict_action(obs) # env observation batch -> (N, A) actions, unnormalised
+
+Each policy carries its `Normaliser` and its `ObsSpec`, keeps the last `obs_horizon` observations,
+predicts `pred_horizon` actions at once and executes `action_horizon` of them before predicting
+again. Training calls `loss(batch)` with a raw (unnormalised) batch from `policies.data.gather`;
+it does not modify the batch.
+"""
+
+from __future__ import annotations
+
+import abc
+
+import torch
+from torch import nn
+
+from policies.config import BCConfig, DiffusionConfig, PolicyConfig
+from policies.data import ObsSpec, extract
+from policies.models.encoders import ObsEncoder
+from policies.models.schedule import NoiseSchedule
+from policies.models.unet import ConditionalUNet1D
+from policies.normaliser import Normaliser
+
+
+class Policy(nn.Module, abc.ABC):
+    def __init__(self, spec: ObsSpec, cfg: PolicyConfig):
+        super().__init__()
+        self.spec, self.cfg = spec, cfg
+        self.normaliser = Normaliser(spec.action_dim, spec.state_dim)
+        c, _, _ = spec.image_shape
+        self.encoder = ObsEncoder(spec.state_dim, len(spec.cameras), c, cfg.image_features, cfg.image_shift, spec.depth_scale_mm)
+        self.cond_dim = cfg.obs_horizon * self.encoder.out_dim
+        self._history: list[dict[str, torch.Tensor]] = []
+        self._queue: torch.Tensor | None = None  # (N, k, A) actions still to execute
+
+    @property
+    def device(self) -> torch.device:
+        return self.normaliser.action_low.device
+
+    def condition(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+        """(B, To * F) observation features from a raw batch's state (B, To, D) and images."""
+        state = self.normaliser.normalise_state(batch["state"])
+        return self.encoder(state, batch.get("images")).flatten(1)
+
+    @abc.abstractmethod
+    def loss(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+        """Training loss of a raw batch: state (B, To, D), [images], actions (B, Tp, A)."""
+
+    @abc.abstractmethod
+    def predict_chunk(self, obs: dict[str, torch.Tensor]) -> torch.Tensor:
+        """(B, Tp, A) unnormalised actions for observation histories state (B, To, D), [images]."""
+
+    def reset(self) -> None:
+        self._history, self._queue = [], None
+
+    @torch.no_grad()
+    def predict_action(self, obs) -> torch.Tensor:
+        x = {k: v.to(self.device) for k, v in extract(obs, self.spec).items()}
+        self._history = (self._history or [x] * self.cfg.obs_horizon)[1:] + [x]
+        if self._queue is None or self._queue.shape[1] == 0:
+            stacked = {k: torch.stack([h[k] for h in self._history], 1) for k in x}  # (N, To, ...)
+            start = self.cfg.obs_horizon - 1  # the chunk starts at the oldest observation
+            self._queue = self.predict_chunk(stacked)[:, start : start + self.cfg.action_horizon]
+        action, self._queue = self._queue[:, 0], self._queue[:, 1:]
+        return action
+
+
+class BCPolicy(Policy):
+    """Behaviour cloning: an MLP from observation features to the action chunk, MSE loss."""
+
+    def __init__(self, spec: ObsSpec, cfg: BCConfig):
+        super().__init__(spec, cfg)
+        layers, width = [], self.cond_dim
+        for h in cfg.hidden:
+            layers += [nn.Linear(width, h), nn.ReLU(inplace=True)] + ([nn.Dropout(cfg.dropout)] if cfg.dropout else [])
+            width = h
+        self.mlp = nn.Sequential(*layers, nn.Linear(width, cfg.pred_horizon * spec.action_dim))
+
+    def _forward(self, obs: dict[str, torch.Tensor]) -> torch.Tensor:
+        return self.mlp(self.condition(obs)).view(-1, self.cfg.pred_horizon, self.spec.action_dim)
+
+    def loss(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+        target = self.normaliser.normalise_action(batch["actions"])
+        return nn.functional.mse_loss(self._forward(batch).float(), target)
+
+    def predict_chunk(self, obs: dict[str, torch.Tensor]) -> torch.Tensor:
+        return self.normaliser.unnormalise_action(self._forward(obs).float())
+
+
+class DiffusionPolicy(Policy):
+    """Diffusion Policy (Chi et al. 2023), CNN variant: a 1-D UNet denoises the action chunk,
+    conditioned through FiLM on the observation features; DDPM training, DDIM sampling."""
+
+    def __init__(self, spec: ObsSpec, cfg: DiffusionConfig):
+        super().__init__(spec, cfg)
+        self.unet = ConditionalUNet1D(spec.action_dim, self.cond_dim, cfg.unet_dims, cfg.kernel_size, cfg.groups, cfg.step_embed)
+        self.schedule = NoiseSchedule(cfg.train_steps, cfg.beta_schedule)
+
+    def loss(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+        x0 = self.normaliser.normalise_action(batch["actions"])  # (B, Tp, A)
+        cond = self.condition(batch)
+        noise = torch.randn_like(x0)
+        t = torch.randint(0, self.schedule.steps, (x0.shape[0],), device=x0.device)
+        pred = self.unet(self.schedule.add_noise(x0, noise, t), t, cond)
+        return nn.functional.mse_loss(pred.float(), noise)
+
+    def predict_chunk(self, obs: dict[str, torch.Tensor]) -> torch.Tensor:
+        cond = self.condition(obs)
+        shape = (cond.shape[0], self.cfg.pred_horizon, self.spec.action_dim)
+        x = self.schedule.ddim_sample(lambda x, t: self.unet(x, t, cond), shape, self.cfg.inference_steps, cond.device)
+        return self.normaliser.unnormalise_action(x)
+
+
+POLICIES: dict[type[PolicyConfig], type[Policy]] = {BCConfig: BCPolicy, DiffusionConfig: DiffusionPolicy}
+
+
+def build_policy(spec: ObsSpec, cfg: PolicyConfig) -> Policy:
+    if type(cfg) not in POLICIES:
+        raise ValueError(f"no policy for {type(cfg).__name__}; known: {', '.join(c.__name__ for c in POLICIES)}")
+    return POLICIES[type(cfg)](spec, cfg)

@@ -1,0 +1,263 @@
+"""Policies: config validation, data windows and normaliser, both policy types on state and image
+observations (training, save/load, batch not mutated), evaluation, resume and two-process DDP.
+Data is made here: short jittered rollouts of PickCube recorded as a trajectory file."""
+
+from __future__ import annotations
+
+import copy
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch
+
+from policies.cli import main as cli
+from policies.config import BCRun, DatasetConfig, DiffusionConfig, DiffusionRun, load_run
+from policies.data import DemoData, gather
+from policies.normaliser import Normaliser
+from policies.policy import build_policy
+from replay.trajectory import Episode, TrajectoryWriter
+
+ROOT = Path(__file__).resolve().parents[1]
+STEPS = 12  # actions per recorded episode
+
+
+def _record(path: Path, episodes: int, visual: bool) -> Path:
+    """Jittered pd_joint_pos rollouts of PickCube; visual ones get 16 x 16 rgb images, made up
+    (training and loading need the layout, not the rendering)."""
+    env = gym.make("PickCube-v1", num_envs=episodes, obs_mode="state_dict" if visual else "state", control_mode="pd_joint_pos")
+    obs, _ = env.reset(seed=0)
+    rng = np.random.default_rng(0)
+    target = env.unwrapped.agent.qpos[:, :7].clone()
+    frames, actions = [obs], []
+    for _ in range(STEPS):
+        target = target + torch.as_tensor(rng.normal(0, 0.02, target.shape), dtype=torch.float32)
+        a = torch.cat((target, torch.ones(episodes, 1)), 1)
+        obs, *_ = env.step(a)
+        frames.append(obs)
+        actions.append(a)
+    env.close()
+    meta = {"env_info": {"env_id": "PickCube-v1", "max_episode_steps": 100,
+                         "env_kwargs": {"obs_mode": "rgb" if visual else "state", "control_mode": "pd_joint_pos"}}}
+    with TrajectoryWriter(path, meta) as w:
+        for i in range(episodes):
+            if visual:
+                tree = lambda f: {k: tree(v) for k, v in f.items()} if isinstance(f, dict) else f[i].numpy()  # noqa: E731
+                per_step = [tree(f) for f in frames]
+                ep_obs = {k: {kk: np.stack([s[k][kk] for s in per_step]) for kk in per_step[0][k]} for k in ("agent", "extra")}
+                ep_obs["cameras"] = {"base_camera": {"rgb": rng.integers(0, 255, (STEPS + 1, 16, 16, 3), dtype=np.uint8)}}
+            else:
+                ep_obs = np.stack([f[i].numpy() for f in frames])
+            n = STEPS
+            w.add(Episode(actions=torch.stack(actions)[:, i].numpy(), terminated=np.zeros(n, bool), truncated=np.zeros(n, bool),
+                          success=np.zeros(n, bool), fail=np.zeros(n, bool), env_states={}, seed=i, obs=ep_obs), "pd_joint_pos")
+    return path
+
+
+@pytest.fixture(scope="module")
+def state_file(tmp_path_factory) -> Path:
+    return _record(tmp_path_factory.mktemp("demos") / "state.h5", 4, visual=False)
+
+
+@pytest.fixture(scope="module")
+def rgb_file(tmp_path_factory) -> Path:
+    return _record(tmp_path_factory.mktemp("demos") / "rgb.h5", 3, visual=True)
+
+
+def _tiny(kind: str, data: Path, out: Path, obs_mode: str = "state", **train):
+    run = load_run(kind, data=str(data))
+    run.dataset = DatasetConfig(obs_mode=obs_mode, val_fraction=0.25)
+    if kind == "diffusion":
+        run.policy = DiffusionConfig(unet_dims=(16, 32), groups=4, step_embed=16, image_features=16, inference_steps=3,
+                                     pred_horizon=8, action_horizon=4, warmup_steps=1)
+    else:
+        run.policy = type(run.policy)(hidden=(32,), image_features=16, warmup_steps=1)
+    run.train = type(run.train)(**{"max_steps": 4, "val_every": 2, "batch_size": 8, "val_batches": 1, "out": str(out),
+                                   "name": "run", "progress_bar": False, "accelerator": "cpu", **train})
+    run.eval = type(run.eval)(episodes=2, num_envs=2, max_episode_steps=6, final_episodes=2)
+    return type(run)(**{f: getattr(run, f) for f in ("data", "dataset", "policy", "train", "eval")})
+
+
+# ---- configs --------------------------------------------------------------------------------
+def test_configs_validate(tmp_path, state_file, capsys):
+    with pytest.raises(ValueError, match="dataset.obs_mode 'depth'; allowed: state, rgb, rgbd"):
+        DatasetConfig(obs_mode="depth")
+    with pytest.raises(ValueError, match="action_horizon"):
+        DiffusionConfig(obs_horizon=2, pred_horizon=16, action_horizon=16)
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("policy:\n  lr: 0.001\n  learning_rate: 0.1\n")
+    with pytest.raises(ValueError, match="unknown key policy.learning_rate; allowed: .*lr"):
+        load_run("diffusion", bad)
+    bad.write_text("train:\n  max_steps: many\n")
+    with pytest.raises(ValueError, match="train.max_steps: expected int"):
+        load_run("bc", bad)
+    assert cli(["train", "diffusion", "--config", str(bad), "--data", str(state_file)]) == 2
+    assert cli(["train", "diffusion", "--data", str(state_file), "--policy.beta-schedule", "sigmoid"]) == 2
+    assert cli(["train", "transformer", "--data", str(state_file)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [
+        "error: train.max_steps: expected int, got 'many'",
+        "error: policy.beta_schedule 'sigmoid'; allowed: cosine, linear",
+        "error: unknown policy 'transformer'; allowed: bc, diffusion",
+    ]
+    for cfg in sorted((ROOT / "configs").glob("*.yaml")):  # every shipped config loads and validates
+        kind = cfg.name.split("_")[0]
+        run = load_run(kind, cfg, data=str(state_file))
+        assert isinstance(type(run)(**{f: getattr(run, f) for f in ("data", "dataset", "policy", "train", "eval")}), (BCRun, DiffusionRun))
+
+
+# ---- data -----------------------------------------------------------------------------------
+def test_windows_pad_at_episode_edges(state_file):
+    data = DemoData(str(state_file), DatasetConfig())
+    train, val = data.split(0.25, seed=0)
+    assert len(val) == 1 and sorted(train + val) == list(range(4)) and data.split(0.25, seed=0) == (train, val)
+    table = data.windows([1], obs_horizon=2, pred_horizon=4)
+    o0, a0 = data.obs_start[1], data.act_start[1]
+    assert table["obs"][0].tolist() == [o0, o0]  # before the start: the first observation repeated
+    assert table["actions"][0].tolist() == [a0, a0, a0 + 1, a0 + 2]
+    last = STEPS - 1
+    assert table["actions"][-1].tolist() == [a0 + last - 1, a0 + last, a0 + last, a0 + last]  # past the end: the last action
+    assert table["past_end"][-1].tolist() == [False, False, True, True]
+    store = {"state": data.state, "actions": data.actions}
+    held = gather(store, table, torch.tensor([len(table["obs"]) - 1]), hold_still=True)["actions"][0]
+    assert torch.all(held[2:, :-1] == 0) and torch.all(held[2:, -1] == data.actions[a0 + last, -1])
+
+
+def test_normaliser_round_trip():
+    torch.manual_seed(0)
+    actions = torch.rand(500, 4) * torch.tensor([2.0, 10.0, 0.1, 0.0]) - 1  # the last dimension never changes
+    states = torch.randn(500, 3) * torch.tensor([5.0, 0.01, 0.0]) + 3
+    n = Normaliser(4, 3).fit(actions, states)
+    a = n.normalise_action(actions)
+    assert a.min() >= -1 - 1e-5 and a.max() <= 1 + 1e-5
+    torch.testing.assert_close(n.unnormalise_action(a), actions)
+    torch.testing.assert_close(n.unnormalise_state(n.normalise_state(states)), states)
+    copy_ = Normaliser(4, 3)
+    copy_.load_state_dict(n.state_dict())
+    torch.testing.assert_close(copy_.normalise_state(states), n.normalise_state(states))
+
+
+@pytest.mark.parametrize("kind", ["bc", "diffusion"])
+@pytest.mark.parametrize("obs_mode", ["state", "rgb"])
+def test_loss_does_not_mutate_batch(kind, obs_mode, state_file, rgb_file, tmp_path):
+    run = _tiny(kind, rgb_file if obs_mode == "rgb" else state_file, tmp_path, obs_mode)
+    data = DemoData(run.data, run.dataset)
+    policy = build_policy(data.spec, run.policy).train()
+    table = data.windows([0, 1], run.policy.obs_horizon, run.policy.pred_horizon)
+    batch = gather({"state": data.state, "images": data.images, "actions": data.actions}, table, torch.arange(6), False)
+    before = copy.deepcopy(batch)
+    policy.loss(batch).backward()
+    for k in before:
+        assert torch.equal(batch[k], before[k]), k
+    assert set(batch) == ({"state", "actions", "images"} if obs_mode == "rgb" else {"state", "actions"})
+
+
+# ---- training, checkpoints, evaluation --------------------------------------------------------
+@pytest.mark.parametrize("kind", ["bc", "diffusion"])
+def test_train_checkpoint_eval(kind, state_file, tmp_path):
+    from policies.module import load_policy
+    from policies.train import train
+
+    results = train(_tiny(kind, state_file, tmp_path))
+    out = Path(results["run"])
+    assert results["steps"] == 4 and len(results["eval_history"]) == 2 and results["final"]["episodes"] == 2
+    for name in ("config.yaml", "metrics.csv", "results.json", "curves.png", "checkpoints/best.ckpt", "checkpoints/last.ckpt"):
+        assert (out / name).is_file(), name
+    assert list((out / "tb").glob("events.out.tfevents.*"))
+    ckpt = torch.load(out / "checkpoints/last.ckpt", weights_only=False)
+    hp = ckpt["hyper_parameters"]
+    assert hp["env"]["env_id"] == "PickCube-v1" and hp["env"]["control_mode"] == "pd_joint_pos"
+    assert hp["spec"]["obs_mode"] == "state" and hp["run"]["kind"] == kind
+    assert any(k.startswith("policy.normaliser.") for k in ckpt["state_dict"])
+    assert any(k.startswith("ema.") for k in ckpt["state_dict"]) == (kind == "diffusion")
+
+    # a loaded checkpoint acts exactly as the policy that was saved
+    a, _ = load_policy(str(out / "checkpoints/last.ckpt"))
+    b, _ = load_policy(str(out / "checkpoints/last.ckpt"))
+    env = gym.make("PickCube-v1", num_envs=3, obs_mode="state", control_mode="pd_joint_pos")
+    obs, _ = env.reset(seed=5)
+    env.close()
+    assert not torch.equal(a.normaliser.state_std, torch.ones_like(a.normaliser.state_std))  # stats came along
+    acts = []
+    for p in (a, b):
+        p.reset()
+        torch.manual_seed(1)
+        acts.append(torch.stack([p.predict_action(obs) for _ in range(3)]))
+    assert acts[0].shape == (3, 3, 8)
+    assert torch.equal(acts[0], acts[1])
+
+    # evaluation through the CLI with several envs
+    report = tmp_path / "eval.json"
+    assert cli(["eval", str(out / "checkpoints/best.ckpt"), "--episodes", "3", "--num-envs", "3", "--max-episode-steps", "5",
+                "--device", "cpu", "--json", str(report)]) == 0
+    import json
+
+    result = json.loads(report.read_text())
+    assert result["episodes"] == 3 and 0 <= result["success_at_end"] <= 1 and len(result["success_once_ci95"]) == 2
+
+
+def test_rgb_policy_trains_and_acts(rgb_file, tmp_path):
+    from policies.module import load_policy
+    from policies.train import train
+
+    run = _tiny("diffusion", rgb_file, tmp_path, "rgb", max_steps=2, val_every=2)
+    run.eval = type(run.eval)(episodes=0, final_episodes=0)
+    results = train(run)
+    policy, module = load_policy(results["checkpoint"])
+    assert module.spec.cameras == ("base_camera",) and module.spec.image_shape == (3, 16, 16)
+    assert "agent/qpos" in module.spec.state_paths and "extra/goal_pos" in module.spec.state_paths
+    assert "extra/obj_pose" not in module.spec.state_paths  # no privileged object pose next to the images
+    obs = {"agent": {"qpos": torch.zeros(2, 9), "qvel": torch.zeros(2, 9)},
+           "extra": {"tcp_pose": torch.zeros(2, 7), "goal_pos": torch.zeros(2, 3), "obj_pose": torch.zeros(2, 7)},
+           "cameras": {"base_camera": {"rgb": torch.zeros(2, 16, 16, 3, dtype=torch.uint8)}}}
+    policy.reset()
+    assert policy.predict_action(obs).shape == (2, 8)
+
+
+def test_resume_continues(state_file, tmp_path):
+    from policies.train import train
+
+    run = _tiny("bc", state_file, tmp_path, max_steps=2, val_every=2)
+    run.eval = type(run.eval)(episodes=0, final_episodes=0)
+    train(run)
+    with pytest.raises(ValueError, match="already holds a run"):
+        train(run)
+    run.train.max_steps, run.train.resume = 4, True
+    assert train(run)["steps"] == 4
+    assert (Path(tmp_path) / "run" / "metrics.part0.csv").is_file()
+
+
+def test_ddp_two_processes_agree(state_file, tmp_path):
+    """Two CPU processes (gloo): after a few steps both hold the same weights; only rank 0 writes."""
+    script = tmp_path / "ddp_run.py"
+    script.write_text(textwrap.dedent(f"""
+        import hashlib, os, sys
+        import lightning as L
+        import torch
+        sys.path.insert(0, {str(ROOT)!r})
+        from tests.test_policies import _tiny
+        from policies.train import train
+
+        class Digest(L.Callback):
+            def on_train_end(self, trainer, module):
+                h = hashlib.sha256(b"".join(p.detach().numpy().tobytes() for p in module.policy.parameters())).hexdigest()
+                open(os.path.join({str(tmp_path)!r}, f"rank{{trainer.global_rank}}.txt"), "w").write(h)
+
+        if __name__ == "__main__":
+            torch.set_num_threads(1)
+            run = _tiny("bc", {str(state_file)!r}, {str(tmp_path / "out")!r}, devices=2, strategy="ddp", max_steps=3, val_every=3)
+            run.eval = type(run.eval)(episodes=0, final_episodes=0)
+            train(run, callbacks=[Digest()])
+    """))
+    proc = subprocess.run([sys.executable, str(script)], cwd=ROOT, capture_output=True, text=True, timeout=240)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    digests = [(tmp_path / f"rank{r}.txt").read_text() for r in (0, 1)]
+    assert digests[0] == digests[1]
+    out = tmp_path / "out" / "run"
+    assert len(list((out / "tb").glob("events.out.tfevents.*"))) == 1
+    assert sorted(p.name for p in (out / "checkpoints").iterdir()) == ["best.ckpt", "last.ckpt"]
+    assert (out / "results.json").is_file() and (out / "metrics.csv").is_file()
