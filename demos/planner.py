@@ -48,8 +48,8 @@ class ArmPlanner:
             urdf=str(spec.urdf),
             srdf=str(spec.srdf),
             move_group=spec.tcp_link,
-            joint_vel_limits=np.full(len(spec.arm_joints), 0.9),
-            joint_acc_limits=np.full(len(spec.arm_joints), 0.9),
+            joint_vel_limits=np.full(len(spec.arm_joints), 1.5),
+            joint_acc_limits=np.full(len(spec.arm_joints), 3.0),
         )
         self._objects: list[str] = []
 
@@ -74,7 +74,10 @@ class ArmPlanner:
         """(T, n_arm) joint targets, or None and why."""
         self._set_obstacles(req.obstacles, req.attached)
         goal = self._mplib.Pose(req.goal[:3], req.goal[3:])
-        qpos = np.asarray(req.qpos, dtype=np.float64)
+        # a closed gripper's targets lie past its joint limits (to keep squeezing); mplib's screw
+        # planner rejects a start outside the limits, so plan from the nearest admissible one
+        limits = self.planner.joint_limits
+        qpos = np.clip(np.asarray(req.qpos, dtype=np.float64), limits[:, 0], limits[:, 1])
         result = self.planner.plan_screw(goal, qpos, time_step=req.control_dt)
         if result["status"] != "Success" and not req.screw_only:
             result = self.planner.plan_pose(goal, qpos, time_step=req.control_dt, planning_time=1.0)
