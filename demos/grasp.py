@@ -22,6 +22,10 @@ class GraspAdapter:
 
     tcp_from_grasp: tuple[float, float, float, float]  # quaternion: grasp frame -> TCP frame
     max_width: float  # widest object the open fingers admit (m)
+    # holding something upright with the gripper horizontal: the approach directions the wrist
+    # reaches well near the table, as a range of yaws (degrees, counter-clockwise) from the
+    # direction away from the robot's base, and whether the TCP's x then points up (+1) or down (-1)
+    side_hold: tuple[float, float, float] = (90.0, 90.0, -1.0)
 
 
 # Both robots follow the project's gripper convention (envs/robots/base.py): the TCP frame is the

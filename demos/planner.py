@@ -70,6 +70,40 @@ class ArmPlanner:
         if attached is not None:
             self.planner.update_attached_box(2 * np.asarray(attached.half_size), self._mplib.Pose(attached.pose[:3], attached.pose[3:]))
 
+    def _plan_straight(self, goal, qpos: np.ndarray, dt: float) -> dict:
+        """The TCP along the straight line to goal, turning at a constant rate (slerp): IK at
+        waypoints 1 cm / 3 degrees apart, each seeded with the previous one, checked for
+        collisions and joint jumps. (mplib's plan_screw integrates a spatial twist with a
+        Jacobian taken at the link, so large turns sweep the TCP far off the line.)"""
+        pl, pin = self.planner, self.planner.pinocchio_model
+        ee = pl.link_name_2_idx[pl.move_group]
+        group = pl.move_group_joint_indices
+        mask = [i not in group for i in range(len(qpos))]
+        pin.compute_forward_kinematics(qpos)
+        start = pin.get_link_pose(ee)
+        p0, p1 = np.asarray(start.p), np.asarray(goal.p)
+        q0, q1 = np.asarray(start.q), np.asarray(goal.q)
+        if np.dot(q0, q1) < 0:
+            q1 = -q1
+        angle = 2 * np.arccos(min(1.0, abs(float(np.dot(q0, q1)))))
+        n = max(2, int(np.ceil(max(np.linalg.norm(p1 - p0) / 0.01, angle / np.radians(3)))))
+        path, q = [qpos[group].copy()], qpos.copy()
+        limits = pl.joint_limits
+        for t in np.linspace(0, 1, n + 1)[1:]:
+            w = _slerp(q0, q1, t, angle)
+            q_new, ok, _ = pin.compute_IK_CLIK(ee, self._mplib.Pose(p0 + t * (p1 - p0), w), q, mask, eps=1e-5, max_iter=200)
+            if not ok or np.any(q_new < limits[:, 0] - 1e-3) or np.any(q_new > limits[:, 1] + 1e-3):
+                return {"status": "straight plan: no IK on the line"}
+            if np.abs(q_new[group] - q[group]).max() > 0.3:
+                return {"status": "straight plan: joint jump"}
+            pl.planning_world.set_qpos_all(q_new[group])
+            if pl.planning_world.is_state_colliding():
+                return {"status": "straight plan: collision"}
+            q = q_new
+            path.append(q[group].copy())
+        times, pos, vel, acc, duration = pl.TOPP(np.vstack(path), dt)
+        return {"status": "Success", "position": pos}
+
     def plan(self, req: PlanRequest) -> tuple[np.ndarray | None, str]:
         """(T, n_arm) joint targets, or None and why."""
         self._set_obstacles(req.obstacles, req.attached)
@@ -78,9 +112,21 @@ class ArmPlanner:
         # planner rejects a start outside the limits, so plan from the nearest admissible one
         limits = self.planner.joint_limits
         qpos = np.clip(np.asarray(req.qpos, dtype=np.float64), limits[:, 0], limits[:, 1])
-        result = self.planner.plan_screw(goal, qpos, time_step=req.control_dt)
+        result = self._plan_straight(goal, qpos, req.control_dt)
         if result["status"] != "Success" and not req.screw_only:
-            result = self.planner.plan_pose(goal, qpos, time_step=req.control_dt, planning_time=1.0)
+            # RRTConnect to the collision-free IK solution nearest the start (mplib's plan_pose
+            # takes any, and a far one costs hundreds of steps of wrist unwinding)
+            status, q_goal = self.planner.IK(goal, qpos, n_init_qpos=40, return_closest=True)
+            result = {"status": status}
+            if status == "Success":
+                result = self.planner.plan_qpos([q_goal], qpos, time_step=req.control_dt, planning_time=1.0)
         if result["status"] != "Success":
             return None, str(result["status"])
         return np.asarray(result["position"], dtype=np.float32), "Success"
+
+
+def _slerp(q0: np.ndarray, q1: np.ndarray, t: float, angle: float) -> np.ndarray:
+    if angle < 1e-6:
+        return q0
+    half = angle / 2
+    return (np.sin((1 - t) * half) * q0 + np.sin(t * half) * q1) / np.sin(half)

@@ -16,7 +16,7 @@ import torch
 from demos.grasp import GraspAdapter, offset_along_approach, top_down_grasp
 from demos.planner import Box
 from demos.stages import CLOSED, OPEN, Grip, MoveTo, Settle, Stage
-from envs.core.pose import axis_angle_to_quat, pose_inv, pose_mul, quat_mul
+from envs.core.pose import axis_angle_to_quat, matrix_to_quat, pose_inv, pose_mul, quat_angle, quat_conj, quat_mul
 from envs.tasks.common import TABLE_HALF, Part
 
 Value = Callable[[object, torch.Tensor], torch.Tensor]  # (env, idx) -> (len(idx), D)
@@ -204,24 +204,35 @@ def _yaw_frame(y_axis: torch.Tensor) -> torch.Tensor:
     return axis_angle_to_quat(yaw[:, None] * torch.tensor([0.0, 0.0, 1.0]))
 
 
-def upright(obj: str, height: Value) -> Value:
-    """The pose of `env.<obj>` turned so its local x is vertical, its centre at the same xy and at
-    height(env, idx) (k,). Of the two ends, the one that leaves the gripper pointing away from the
-    robot goes down (a held object's x is horizontal and across the approach)."""
+def stand_upright(obj: str, height: Value | None = None) -> Target:
+    """Target: turn the held `env.<obj>` (held with its local x across the approach) so its x is
+    vertical and its centre at height(env, idx) (k,), or turning about the TCP. The object's free turn about its own axis
+    is spent on the wrist: the gripper ends horizontal, as the adapter's `side_hold` says."""
 
-    def value(env, idx):
-        pose = getattr(env, obj).pose()[idx]
-        x = quat_apply_x(pose[:, 3:])
-        outward = pose[:, :3] - env.agent.root_pose[idx, :3]
-        s = torch.where((x[:, :2] * outward[:, :2]).sum(1) >= 0, 1.0, -1.0)  # approach ends along s * x
-        axis = torch.cross(x, s[:, None] * torch.tensor([0.0, 0.0, 1.0]), dim=1)
-        axis = axis / axis.norm(dim=1, keepdim=True).clamp_min(1e-6)
-        angle = torch.acos((s * x[:, 2]).clamp(-1, 1))
-        q = quat_mul(axis_angle_to_quat(axis * angle[:, None]), pose[:, 3:])
-        centre = torch.cat((pose[:, :2], height(env, idx)[:, None]), 1)
-        return torch.cat((centre, q), 1)
+    def target(env, idx, adapter):
+        tcp = env.agent.tcp_pose[idx]
+        held = getattr(env, obj).pose()[idx]
+        grip = pose_mul(pose_inv(held), tcp)  # the TCP in the object's frame
+        outward = held[:, :3] - env.agent.root_pose[idx, :3]
+        lo, hi, up = adapter.side_hold
+        x = torch.tensor([0.0, 0.0, up]).expand(len(idx), 3)
+        best, best_angle = None, None
+        for turn in torch.linspace(lo, hi, 7).tolist():  # the least turn from the grip now
+            yaw = torch.atan2(outward[:, 1], outward[:, 0]) + math.radians(turn)
+            approach = torch.stack((torch.cos(yaw), torch.sin(yaw), torch.zeros_like(yaw)), 1)
+            q = matrix_to_quat(torch.stack((x, torch.cross(approach, x, dim=1), approach), 2))
+            angle = quat_angle(q, tcp[:, 3:])
+            take = torch.ones_like(angle, dtype=torch.bool) if best is None else angle < best_angle
+            best = q if best is None else torch.where(take[:, None], q, best)
+            best_angle = angle if best_angle is None else torch.where(take, angle, best_angle)
+        tcp_q = best
+        if height is None:  # turn about the TCP
+            return torch.cat((tcp[:, :3], tcp_q), 1)
+        obj_q = quat_mul(tcp_q, quat_conj(grip[:, 3:]))
+        goal = torch.cat((held[:, :2], height(env, idx)[:, None], obj_q), 1)
+        return pose_mul(goal, grip)
 
-    return value
+    return target
 
 
 def quat_apply_x(q: torch.Tensor) -> torch.Tensor:
