@@ -58,8 +58,10 @@ def top_down_grasp(
     reference_q: torch.Tensor,
     depth: float = 0.0,
     clear_of: torch.Tensor | None = None,
+    axes: tuple[int, ...] = (0, 1),
 ) -> torch.Tensor:
-    """TCP poses (k, 7) grasping boxes from above, across their narrower horizontal side that fits.
+    """TCP poses (k, 7) grasping boxes from above, the fingers closing along one of the box's
+    `axes` (its local x and y by default) whose width fits, the one nearest reference_q.
 
     obj_pose (k, 7), half_size (k, 3) in the object frame; reference_q (k, 4) the TCP orientation
     to stay close to. The grasp point is the box centre raised by `depth` (m). With `clear_of`
@@ -74,7 +76,7 @@ def top_down_grasp(
         toward[:, 2] = 0
         toward = toward / toward.norm(dim=1, keepdim=True).clamp_min(1e-6)
     best, best_angle = None, None
-    for axis in (0, 1):
+    for axis in axes:
         width = 2 * half_size[:, axis]
         closing = rot[:, :, axis]
         for sign in (1.0, -1.0):

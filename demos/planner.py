@@ -98,7 +98,8 @@ class ArmPlanner:
                 return {"status": "straight plan: joint jump"}
             pl.planning_world.set_qpos_all(q_new[group])
             if pl.planning_world.is_state_colliding():
-                return {"status": "straight plan: collision"}
+                hits = {f"{c.link_name1}/{c.link_name2}" for c in pl.planning_world.check_collision()}
+                return {"status": f"straight plan: collision {', '.join(sorted(hits))} at {t:.0%}"}
             q = q_new
             path.append(q[group].copy())
         times, pos, vel, acc, duration = pl.TOPP(np.vstack(path), dt)

@@ -125,12 +125,16 @@ def scene(*sources: Obstacles) -> Obstacles:
 
 
 # ---- targets ------------------------------------------------------------------------------------
-def grasp_at(pose: Value, half_size: Value, depth: float = 0.0, clear_of: Value | None = None) -> Target:
-    """Target: a top-down grasp of the box of half extents half_size (k, 3) at pose (k, 7)."""
+def grasp_at(
+    pose: Value, half_size: Value, depth: float = 0.0, clear_of: Value | None = None, axes: tuple[int, ...] = (0, 1)
+) -> Target:
+    """Target: a top-down grasp of the box of half extents half_size (k, 3) at pose (k, 7), the
+    fingers closing along one of its local `axes`."""
 
     def target(env, idx, adapter):
         avoid = clear_of(env, idx) if clear_of is not None else None
-        return top_down_grasp(pose(env, idx), half_size(env, idx), adapter, rest_tcp_q(env, idx), depth, avoid)
+        q = rest_tcp_q(env, idx)
+        return top_down_grasp(pose(env, idx), half_size(env, idx), adapter, q, depth, avoid, axes)
 
     return target
 
@@ -159,13 +163,21 @@ def carry_to(obj: str, goal: Value) -> Target:
     return target
 
 
+def commanded_tcp(env, idx: torch.Tensor) -> torch.Tensor:
+    """(k, 7) where the arm's joint targets put the TCP: the drives hold a loaded arm a few mm
+    short of them, so targets relative to this pose cancel that sag."""
+    agent = env.agent
+    return pose_mul(agent.root_pose[idx], agent.tcp_pose_root(agent.targets)[idx])
+
+
 def place_at(obj: str, goal: Value) -> Target:
     """Target: move the TCP so that the held `env.<obj>` takes the pose goal(env, idx) (k, 7),
-    keeping the grip measured now (so a repeated stage corrects slip and sag)."""
+    keeping the grip measured now (so a repeated stage corrects slip and sag). The grip is taken
+    relative to the commanded TCP, so the arm's own sag under the load is corrected too."""
 
     def target(env, idx, adapter):
         held = getattr(env, obj).pose()[idx]
-        grip = pose_mul(pose_inv(held), env.agent.tcp_pose[idx])  # the TCP in the object's frame
+        grip = pose_mul(pose_inv(held), commanded_tcp(env, idx))  # the TCP in the object's frame
         return pose_mul(goal(env, idx), grip)
 
     return target
@@ -278,7 +290,9 @@ def push(obj: str, goal: Value, contact: Value, hover: float = 0.05, overshoot: 
     )
 
 
-def insert(obj: str, goal: Value, depth: Callable, approach: float, steps: Sequence[float]) -> tuple[Stage, ...]:
+def insert(
+    obj: str, goal: Value, depth: Callable, approach: float, steps: Sequence[float], steady: int = 5
+) -> tuple[Stage, ...]:
     """Bring the held `env.<obj>` onto the axis (local x) of goal(env, idx) (k, 7) at `approach`
     m before `depth`, re-aim from the measured pose at each of `steps` (m before depth, each
     straight), then push along the axis to depth(env, idx) (k,)."""
@@ -287,6 +301,7 @@ def insert(obj: str, goal: Value, depth: Callable, approach: float, steps: Seque
         return offset_pose(goal, along_x(lambda env, idx: depth(env, idx) - distance))
 
     stages: list[Stage] = [MoveTo("align", place_at(obj, before(approach)), CLOSED)]
-    stages += [MoveTo(f"re-aim {d * 100:.0f} cm", place_at(obj, before(d)), CLOSED, screw_only=True) for d in steps]
-    stages.append(MoveTo("insert", place_at(obj, before(0.0)), CLOSED, screw_only=True))
+    for d in steps:  # the arm comes to rest first: the correction then sees its sag, not its lag
+        stages += [Grip("steady", CLOSED, steps=steady), MoveTo(f"re-aim {d * 100:.0f} cm", place_at(obj, before(d)), CLOSED, screw_only=True)]
+    stages += [Grip("steady", CLOSED, steps=steady), MoveTo("insert", place_at(obj, before(0.0)), CLOSED, screw_only=True)]
     return tuple(stages)

@@ -10,9 +10,9 @@ from envs.tasks.plug_charger import BASE_HALF
 SOLUTION = Solution(
     env_id="PlugCharger-v1",
     robots=("panda",),
-    stages=pick(grasp_at(attr("charger_grasp_pose"), const(BASE_HALF)))
+    stages=pick(grasp_at(attr("charger_grasp_pose"), const(BASE_HALF), axes=(1,)))
     + (MoveTo("lift", lift(0.08), CLOSED, screw_only=True),)
-    + insert("charger", pose_of("receptacle"), lambda env, idx: torch.zeros(len(idx)) + 0.002, approach=0.06, steps=(0.015,))
+    + insert("charger", pose_of("receptacle"), lambda env, idx: torch.zeros(len(idx)) + 0.002, approach=0.06, steps=(0.02,))
     + (Settle(steps=10),),
     obstacles=scene(table_boxes, parts_of("receptacle", "receptacle_parts")),
 )
