@@ -18,9 +18,10 @@ SOLUTION = Solution(
     + (
         MoveTo("lift", lift(CLEAR), CLOSED, screw_only=True),
         MoveTo("turn", stand_upright("peg"), CLOSED),
-        MoveTo("lower", stand_upright("peg", _half_length(0.004)), CLOSED, screw_only=True),
+        MoveTo("lower", stand_upright("peg", _half_length(-0.002)), CLOSED, screw_only=True),
+        Grip("steady", CLOSED, steps=3),  # pressed flat on the table, the arm at rest: let go
         Grip("release", OPEN),
-        Settle(),
+        Settle(hold=6),  # the released peg may rock for a moment on its end
     ),
     obstacles=table_boxes,
 )
