@@ -15,7 +15,7 @@ import torch
 
 from demos.grasp import GraspAdapter, offset_along_approach, top_down_grasp
 from demos.planner import Box
-from demos.stages import CLOSED, OPEN, Grip, MoveTo, Settle, Stage
+from demos.stages import CLOSED, OPEN, Grip, MoveTo, Stage
 from envs.core.pose import axis_angle_to_quat, matrix_to_quat, pose_inv, pose_mul, quat_angle, quat_conj, quat_mul
 from envs.tasks.common import TABLE_HALF, Part
 
@@ -247,13 +247,6 @@ def stand_upright(obj: str, height: Value | None = None) -> Target:
     return target
 
 
-def quat_apply_x(q: torch.Tensor) -> torch.Tensor:
-    """The local x axis (k, 3) of orientations q (k, 4)."""
-    from envs.core.pose import quat_apply
-
-    return quat_apply(q, torch.tensor([1.0, 0.0, 0.0]).expand(len(q), 3))
-
-
 # ---- stage sequences ----------------------------------------------------------------------------
 def pick(grasp: Target) -> tuple[Stage, ...]:
     """Reach above the grasp, descend, close: the opening of every pick."""
@@ -286,7 +279,6 @@ def push(obj: str, goal: Value, contact: Value, hover: float = 0.05, overshoot: 
         MoveTo("reach", facing(direction, above), CLOSED),
         MoveTo("lower", facing(direction, contact), CLOSED, screw_only=True),
         MoveTo("push", through, CLOSED, screw_only=True),
-        Settle(),
     )
 
 
