@@ -15,8 +15,8 @@ import numpy as np
 from envs.robots import get_robot
 
 
-VEL_LIMIT = 1.5  # rad/s, every arm joint
-ACC_LIMIT = 3.0  # rad/s^2
+VEL_LIMIT = 2.0  # rad/s, every arm joint
+ACC_LIMIT = 5.0  # rad/s^2
 
 
 @dataclass(frozen=True)
