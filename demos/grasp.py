@@ -22,10 +22,18 @@ class GraspAdapter:
 
     tcp_from_grasp: tuple[float, float, float, float]  # quaternion: grasp frame -> TCP frame
     max_width: float  # widest object the open fingers admit (m)
+    # holding something upright with the gripper horizontal: the approach directions the wrist
+    # reaches well near the table, as a range of yaws (degrees, counter-clockwise) from the
+    # direction away from the robot's base, and whether the TCP's x then points up (+1) or down (-1)
+    side_hold: tuple[float, float, float] = (90.0, 90.0, -1.0)
 
 
-# Panda: the TCP frame is the grasp frame (z out of the gripper, fingers close along y).
-ADAPTERS: dict[str, GraspAdapter] = {"panda": GraspAdapter((1.0, 0.0, 0.0, 0.0), 0.08)}
+# Both robots follow the project's gripper convention (envs/robots/base.py): the TCP frame is the
+# grasp frame (z out of the gripper, fingers close along y). They differ in stroke.
+ADAPTERS: dict[str, GraspAdapter] = {
+    "panda": GraspAdapter((1.0, 0.0, 0.0, 0.0), 0.08),
+    "ur5e": GraspAdapter((1.0, 0.0, 0.0, 0.0), 0.085),
+}
 
 
 def adapter_for(robot_uid: str) -> GraspAdapter:
@@ -44,22 +52,39 @@ def _frame(z: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
 
 
 def top_down_grasp(
-    obj_pose: torch.Tensor, half_size: torch.Tensor, adapter: GraspAdapter, reference_q: torch.Tensor, depth: float = 0.0
+    obj_pose: torch.Tensor,
+    half_size: torch.Tensor,
+    adapter: GraspAdapter,
+    reference_q: torch.Tensor,
+    depth: float = 0.0,
+    clear_of: torch.Tensor | None = None,
+    axes: tuple[int, ...] = (0, 1),
 ) -> torch.Tensor:
-    """TCP poses (k, 7) grasping boxes from above, across their narrower horizontal side that fits.
+    """TCP poses (k, 7) grasping boxes from above, the fingers closing along one of the box's
+    `axes` (its local x and y by default) whose width fits, the one nearest reference_q.
 
     obj_pose (k, 7), half_size (k, 3) in the object frame; reference_q (k, 4) the TCP orientation
-    to stay close to. The grasp point is the box centre raised by `depth` (m)."""
+    to stay close to. The grasp point is the box centre raised by `depth` (m). With `clear_of`
+    (k, 3), points the open fingers must stay away from (a neighbouring object), the closing
+    axis is the box axis more nearly perpendicular to the direction towards that point."""
     k = obj_pose.shape[0]
     rot = quat_to_matrix(obj_pose[:, 3:])  # columns: object axes in the env frame
     down = torch.tensor([0.0, 0.0, -1.0]).expand(k, 3)
+    toward = None
+    if clear_of is not None:
+        toward = clear_of - obj_pose[:, :3]
+        toward[:, 2] = 0
+        toward = toward / toward.norm(dim=1, keepdim=True).clamp_min(1e-6)
     best, best_angle = None, None
-    for axis in (0, 1):
+    for axis in axes:
         width = 2 * half_size[:, axis]
         closing = rot[:, :, axis]
         for sign in (1.0, -1.0):
             q = quat_mul(_frame(down, sign * closing), torch.tensor(adapter.tcp_from_grasp).expand(k, 4))
             angle = quat_angle(q, reference_q)
+            if toward is not None:  # towards the neighbour: |cos| of this axis vs the other's
+                facing = (closing * toward).sum(1).abs() - (rot[:, :, 1 - axis] * toward).sum(1).abs()
+                angle = angle + 10.0 * (facing > 0).float()
             angle = torch.where(width <= adapter.max_width - 0.005, angle, torch.full_like(angle, 1e3))
             if best is None:
                 best, best_angle = q, angle

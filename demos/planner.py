@@ -15,6 +15,10 @@ import numpy as np
 from envs.robots import get_robot
 
 
+VEL_LIMIT = 2.0  # rad/s, every arm joint
+ACC_LIMIT = 5.0  # rad/s^2
+
+
 @dataclass(frozen=True)
 class Box:
     """An obstacle: pose (7,) = xyz + wxyz quaternion in the root frame, half extents (3,)."""
@@ -48,8 +52,8 @@ class ArmPlanner:
             urdf=str(spec.urdf),
             srdf=str(spec.srdf),
             move_group=spec.tcp_link,
-            joint_vel_limits=np.full(len(spec.arm_joints), 0.9),
-            joint_acc_limits=np.full(len(spec.arm_joints), 0.9),
+            joint_vel_limits=np.full(len(spec.arm_joints), VEL_LIMIT),
+            joint_acc_limits=np.full(len(spec.arm_joints), ACC_LIMIT),
         )
         self._objects: list[str] = []
 
@@ -70,14 +74,86 @@ class ArmPlanner:
         if attached is not None:
             self.planner.update_attached_box(2 * np.asarray(attached.half_size), self._mplib.Pose(attached.pose[:3], attached.pose[3:]))
 
+    def _plan_straight(self, goal, qpos: np.ndarray, dt: float) -> dict:
+        """The TCP along the straight line to goal, turning at a constant rate (slerp): IK at
+        waypoints 1 cm / 3 degrees apart, each seeded with the previous one, checked for
+        collisions and joint jumps. (mplib's plan_screw integrates a spatial twist with a
+        Jacobian taken at the link, so large turns sweep the TCP far off the line.)"""
+        pl, pin = self.planner, self.planner.pinocchio_model
+        ee = pl.link_name_2_idx[pl.move_group]
+        group = pl.move_group_joint_indices
+        mask = [i not in group for i in range(len(qpos))]
+        pin.compute_forward_kinematics(qpos)
+        start = pin.get_link_pose(ee)
+        p0, p1 = np.asarray(start.p), np.asarray(goal.p)
+        q0, q1 = np.asarray(start.q), np.asarray(goal.q)
+        if np.dot(q0, q1) < 0:
+            q1 = -q1
+        angle = 2 * np.arccos(min(1.0, abs(float(np.dot(q0, q1)))))
+        n = max(2, int(np.ceil(max(np.linalg.norm(p1 - p0) / 0.01, angle / np.radians(3)))))
+        path, q = [qpos[group].copy()], qpos.copy()
+        limits = pl.joint_limits
+        for t in np.linspace(0, 1, n + 1)[1:]:
+            w = _slerp(q0, q1, t, angle)
+            q_new, ok, _ = pin.compute_IK_CLIK(ee, self._mplib.Pose(p0 + t * (p1 - p0), w), q, mask, eps=1e-5, max_iter=200)
+            if not ok or np.any(q_new < limits[:, 0] - 1e-3) or np.any(q_new > limits[:, 1] + 1e-3):
+                return {"status": "straight plan: no IK on the line"}
+            if np.abs(q_new[group] - q[group]).max() > 0.3:
+                return {"status": "straight plan: joint jump"}
+            pl.planning_world.set_qpos_all(q_new[group])
+            if pl.planning_world.is_state_colliding():
+                hits = {f"{c.link_name1}/{c.link_name2}" for c in pl.planning_world.check_collision()}
+                return {"status": f"straight plan: collision {', '.join(sorted(hits))} at {t:.0%}"}
+            q = q_new
+            path.append(q[group].copy())
+        return {"status": "Success", "position": _trapezoid(np.vstack(path), VEL_LIMIT, ACC_LIMIT, dt)}
+
     def plan(self, req: PlanRequest) -> tuple[np.ndarray | None, str]:
         """(T, n_arm) joint targets, or None and why."""
         self._set_obstacles(req.obstacles, req.attached)
         goal = self._mplib.Pose(req.goal[:3], req.goal[3:])
-        qpos = np.asarray(req.qpos, dtype=np.float64)
-        result = self.planner.plan_screw(goal, qpos, time_step=req.control_dt)
+        # a closed gripper's targets lie past its joint limits (to keep squeezing); mplib's screw
+        # planner rejects a start outside the limits, so plan from the nearest admissible one
+        limits = self.planner.joint_limits
+        qpos = np.clip(np.asarray(req.qpos, dtype=np.float64), limits[:, 0], limits[:, 1])
+        result = self._plan_straight(goal, qpos, req.control_dt)
         if result["status"] != "Success" and not req.screw_only:
-            result = self.planner.plan_pose(goal, qpos, time_step=req.control_dt, planning_time=1.0)
+            # RRTConnect to the collision-free IK solution nearest the start (mplib's plan_pose
+            # takes any, and a far one costs hundreds of steps of wrist unwinding)
+            status, q_goal = self.planner.IK(goal, qpos, n_init_qpos=40, return_closest=True)
+            result = {"status": status}
+            if status == "Success":
+                result = self.planner.plan_qpos([q_goal], qpos, time_step=req.control_dt, planning_time=1.0)
         if result["status"] != "Success":
             return None, str(result["status"])
         return np.asarray(result["position"], dtype=np.float32), "Success"
+
+
+def _slerp(q0: np.ndarray, q1: np.ndarray, t: float, angle: float) -> np.ndarray:
+    if angle < 1e-6:
+        return q0
+    half = angle / 2
+    return (np.sin((1 - t) * half) * q0 + np.sin(t * half) * q1) / np.sin(half)
+
+
+def _trapezoid(path: np.ndarray, vel: float, acc: float, dt: float) -> np.ndarray:
+    """Samples (T, D) at period dt of a piecewise-linear joint path (n, D) followed with a
+    trapezoidal speed profile in the max-norm over joints: no joint exceeds vel or acc. Much
+    cheaper than TOPP-RA, and exact enough for the short, dense paths of straight motions."""
+    seg = np.abs(np.diff(path, axis=0)).max(1)
+    s = np.concatenate(([0.0], np.cumsum(seg)))  # arc length in the max-norm
+    total = s[-1]
+    if total < 1e-9:
+        return path[-1:].copy()
+    t_acc = vel / acc
+    if acc * t_acc**2 >= total:  # never reaches full speed: a triangle
+        t_acc = np.sqrt(total / acc)
+        vel = acc * t_acc
+    duration = 2 * t_acc + (total - acc * t_acc**2) / vel
+    t = np.append(np.arange(1, int(np.ceil(duration / dt))) * dt, duration)
+    rise = 0.5 * acc * np.minimum(t, t_acc) ** 2
+    cruise = vel * np.clip(t - t_acc, 0, duration - 2 * t_acc)
+    fall_t = np.clip(t - (duration - t_acc), 0, t_acc)
+    fall = vel * fall_t - 0.5 * acc * fall_t**2
+    arc = np.minimum(rise + cruise + fall, total)
+    return np.stack([np.interp(arc, s, path[:, j]) for j in range(path.shape[1])], 1).astype(np.float32)

@@ -16,10 +16,16 @@ import numpy as np
 from demos.planner import ArmPlanner, PlanRequest
 
 
-def _serve(conn: Connection, owner: int) -> None:
+def _serve(conn: Connection, owner: int, warm: str | None) -> None:
     """Answer plan requests until told to stop, the pipe closes, or the owning process is gone
-    (a forked sibling may hold a copy of the owner's pipe end, so EOF alone is not enough)."""
+    (a forked sibling may hold a copy of the owner's pipe end, so EOF alone is not enough).
+    `warm`: a robot whose planner is built at once (it takes a second), not at the first request."""
     planners: dict[str, ArmPlanner] = {}
+    if warm is not None:
+        try:
+            planners[warm] = ArmPlanner(warm)
+        except Exception:  # reported by the first request instead
+            pass
     while True:
         try:
             while not conn.poll(1.0):
@@ -43,14 +49,15 @@ def _serve(conn: Connection, owner: int) -> None:
 class PlannerPool:
     """`map(requests)` -> list of (trajectory or None, reason), in request order."""
 
-    def __init__(self, workers: int):
+    def __init__(self, workers: int, warm: str | None = None):
+        self.warm = warm
         self.ctx = mp.get_context("fork" if os.name == "posix" else "spawn")
         self.workers: list[tuple[mp.Process, Connection]] = [self._start() for _ in range(max(1, workers))]
         self.crashes = 0
 
     def _start(self) -> tuple[mp.Process, Connection]:
         parent, child = self.ctx.Pipe()
-        proc = self.ctx.Process(target=_serve, args=(child, os.getpid()), daemon=True)
+        proc = self.ctx.Process(target=_serve, args=(child, os.getpid(), self.warm), daemon=True)
         proc.start()
         child.close()
         return proc, parent

@@ -1,52 +1,157 @@
-"""Primitives shared by solutions: obstacle builders and targets for reach, grasp, lift and carry."""
+"""Primitives shared by solutions: what to read from a task, obstacles for the planner, and targets
+and stage sequences for reach, grasp, lift, carry, push, turn upright and insert.
+
+A `Value` reads one per-env quantity of the envs `idx` from the env (a pose, a point, a size); a
+`Target` gives the TCP poses a `MoveTo` plans to. Both are plain functions of the env state when
+a stage starts, so they see where earlier stages really left things.
+"""
 
 from __future__ import annotations
+
+import math
+from typing import Callable, Sequence
 
 import torch
 
 from demos.grasp import GraspAdapter, offset_along_approach, top_down_grasp
 from demos.planner import Box
 from demos.stages import CLOSED, OPEN, Grip, MoveTo, Stage
-from envs.core.world import ActorGroup
-from envs.tasks.common import TABLE_HALF
+from envs.core.pose import axis_angle_to_quat, matrix_to_quat, pose_inv, pose_mul, quat_angle, quat_conj, quat_mul
+from envs.tasks.common import TABLE_HALF, Part
+
+Value = Callable[[object, torch.Tensor], torch.Tensor]  # (env, idx) -> (len(idx), D)
+Target = Callable[[object, torch.Tensor, GraspAdapter], torch.Tensor]  # -> (len(idx), 7) TCP poses
+Obstacles = Callable[[object, torch.Tensor], list[list[Box]]]
+
+IDENTITY_Q = (1.0, 0.0, 0.0, 0.0)
 
 
-def table_boxes(env, idx: torch.Tensor) -> list[list[Box]]:
-    """The table top (slightly lowered so resting objects' contacts are not collisions)."""
-    table = Box("table", (0.0, 0.0, -TABLE_HALF[2] - 0.002, 1.0, 0.0, 0.0, 0.0), TABLE_HALF)
-    return [[table] for _ in range(len(idx))]
+# ---- reading the task ---------------------------------------------------------------------------
+def attr(name: str) -> Value:
+    """`env.<name>` (a tensor with a leading N, or one shared by all envs, or a method returning
+    either), for the envs idx."""
+
+    def value(env, idx: torch.Tensor) -> torch.Tensor:
+        v = getattr(env, name)
+        v = torch.as_tensor(v() if callable(v) else v, dtype=torch.float32)
+        return v.expand(env.num_envs, *v.shape)[idx] if v.ndim == 1 else v[idx]
+
+    return value
+
+
+def const(values: Sequence[float]) -> Value:
+    """The same values for every env."""
+    return lambda env, idx: torch.tensor(values, dtype=torch.float32).expand(len(idx), len(values))
+
+
+def pose_of(obj: str) -> Value:
+    """The pose (k, 7) of actor group `env.<obj>`."""
+    return lambda env, idx: getattr(env, obj).pose()[idx]
+
+
+def position_of(obj: str) -> Value:
+    return lambda env, idx: getattr(env, obj).pose()[idx, :3]
+
+
+def raised(point: Value, dz: float) -> Value:
+    """point(env, idx) (k, 3) raised by dz (m)."""
+    return lambda env, idx: point(env, idx) + torch.tensor([0.0, 0.0, dz])
+
+
+def offset_pose(frame: Value, xyz: Callable[[object, torch.Tensor], torch.Tensor]) -> Value:
+    """The pose at local translation xyz(env, idx) (k, 3) in frame(env, idx) (k, 7), same orientation."""
+
+    def value(env, idx):
+        f = frame(env, idx)
+        local = torch.cat((xyz(env, idx), torch.tensor(IDENTITY_Q).expand(len(idx), 4)), 1)
+        return pose_mul(f, local)
+
+    return value
+
+
+def along_x(distance: Callable[[object, torch.Tensor], torch.Tensor]) -> Callable[[object, torch.Tensor], torch.Tensor]:
+    """Local offsets (k, 3) of distance(env, idx) (k,) along x."""
+    return lambda env, idx: torch.nn.functional.pad(distance(env, idx)[:, None], (0, 2))
 
 
 def rest_tcp_q(env, idx: torch.Tensor) -> torch.Tensor:
     """The TCP orientation at the robot's rest keyframe, in the env frame (k, 4)."""
     agent = env.agent
     rest = torch.tensor(agent.spec.rest_qpos).expand(len(idx), -1)
-    from envs.core.pose import pose_mul
-
     return pose_mul(agent.root_pose[idx], agent.tcp_pose_root(rest))[:, 3:]
 
 
-def grasp_target(obj: str, half_size: str) -> "callable":
-    """Target: a top-down grasp of actor group `env.<obj>` whose half extents are `env.<half_size>`
-    ((3,) or (N, 3))."""
+# ---- obstacles ----------------------------------------------------------------------------------
+def table_boxes(env, idx: torch.Tensor) -> list[list[Box]]:
+    """The table top (slightly lowered so resting objects' contacts are not collisions)."""
+    table = Box("table", (0.0, 0.0, -TABLE_HALF[2] - 0.002, *IDENTITY_Q), TABLE_HALF)
+    return [[table] for _ in range(len(idx))]
 
-    def target(env, idx: torch.Tensor, adapter: GraspAdapter) -> torch.Tensor:
-        group: ActorGroup = getattr(env, obj)
-        half = torch.as_tensor(getattr(env, half_size), dtype=torch.float32)
-        half = half.expand(env.num_envs, 3)[idx] if half.ndim == 1 else half[idx]
-        return top_down_grasp(group.pose()[idx], half, adapter, rest_tcp_q(env, idx))
+
+def box_of(obj: str, half_size: str, margin: float = 0.0) -> Obstacles:
+    """Actor group `env.<obj>`, a box of half extents `env.<half_size>`, grown by `margin` (m)."""
+
+    def boxes(env, idx):
+        pose, half = pose_of(obj)(env, idx), attr(half_size)(env, idx) + margin
+        return [[Box(obj, tuple(pose[k].tolist()), tuple(half[k].tolist()))] for k in range(len(idx))]
+
+    return boxes
+
+
+def parts_of(obj: str, parts: str) -> Obstacles:
+    """The `Part`s of fixture `env.<obj>`: `env.<parts>` is one list for all envs or one per env."""
+
+    def boxes(env, idx):
+        pose, all_parts = pose_of(obj)(env, idx), getattr(env, parts)
+        out = []
+        for k, i in enumerate(idx.tolist()):
+            own: Sequence[Part] = all_parts[i] if isinstance(all_parts[0], (list, tuple)) else all_parts
+            local = torch.tensor([[*p.pose.p, *p.pose.q] for p in own], dtype=torch.float32)
+            world = pose_mul(pose[k : k + 1].expand(len(own), 7), local)
+            out.append([Box(f"{obj}_{j}", tuple(world[j].tolist()), tuple(p.half_size)) for j, p in enumerate(own)])
+        return out
+
+    return boxes
+
+
+def scene(*sources: Obstacles) -> Obstacles:
+    """All boxes of several obstacle sources."""
+
+    def boxes(env, idx):
+        per_source = [s(env, idx) for s in sources]
+        return [[b for src in per_source for b in src[k]] for k in range(len(idx))]
+
+    return boxes
+
+
+# ---- targets ------------------------------------------------------------------------------------
+def grasp_at(
+    pose: Value, half_size: Value, depth: float = 0.0, clear_of: Value | None = None, axes: tuple[int, ...] = (0, 1)
+) -> Target:
+    """Target: a top-down grasp of the box of half extents half_size (k, 3) at pose (k, 7), the
+    fingers closing along one of its local `axes`."""
+
+    def target(env, idx, adapter):
+        avoid = clear_of(env, idx) if clear_of is not None else None
+        q = rest_tcp_q(env, idx)
+        return top_down_grasp(pose(env, idx), half_size(env, idx), adapter, q, depth, avoid, axes)
 
     return target
 
 
-def pre_grasp(grasp, distance: float = 0.06):
+def grasp_target(obj: str, half_size: str, clear_of: Value | None = None) -> Target:
+    """Target: a top-down grasp of actor group `env.<obj>` whose half extents are `env.<half_size>`."""
+    return grasp_at(pose_of(obj), attr(half_size), clear_of=clear_of)
+
+
+def pre_grasp(grasp: Target, distance: float = 0.06) -> Target:
     def target(env, idx, adapter):
         return offset_along_approach(grasp(env, idx, adapter), distance, adapter)
 
     return target
 
 
-def carry_to(obj: str, goal) -> "callable":
+def carry_to(obj: str, goal: Value) -> Target:
     """Target: move the TCP so that the held `env.<obj>` lands at goal(env, idx) (k, 3), keeping
     the grip it has now."""
 
@@ -58,7 +163,27 @@ def carry_to(obj: str, goal) -> "callable":
     return target
 
 
-def lift(height: float):
+def commanded_tcp(env, idx: torch.Tensor) -> torch.Tensor:
+    """(k, 7) where the arm's joint targets put the TCP: the drives hold a loaded arm a few mm
+    short of them, so targets relative to this pose cancel that sag."""
+    agent = env.agent
+    return pose_mul(agent.root_pose[idx], agent.tcp_pose_root(agent.targets)[idx])
+
+
+def place_at(obj: str, goal: Value) -> Target:
+    """Target: move the TCP so that the held `env.<obj>` takes the pose goal(env, idx) (k, 7),
+    keeping the grip measured now (so a repeated stage corrects slip and sag). The grip is taken
+    relative to the commanded TCP, so the arm's own sag under the load is corrected too."""
+
+    def target(env, idx, adapter):
+        held = getattr(env, obj).pose()[idx]
+        grip = pose_mul(pose_inv(held), commanded_tcp(env, idx))  # the TCP in the object's frame
+        return pose_mul(goal(env, idx), grip)
+
+    return target
+
+
+def lift(height: float) -> Target:
     """Target: straight up by `height` (m) from the current TCP pose."""
 
     def target(env, idx, adapter):
@@ -69,11 +194,106 @@ def lift(height: float):
     return target
 
 
-def pick(obj: str, half_size: str) -> tuple[Stage, ...]:
-    """Reach above, descend, close: the opening of every pick."""
-    grasp = grasp_target(obj, half_size)
+def facing(direction: Value, point: Value) -> Target:
+    """Target: the TCP at point (k, 3), pointing down, its closing axis across the horizontal
+    direction (k, 3) (so the closed fingers' side faces it), the yaw nearest the rest pose."""
+
+    def target(env, idx, adapter):
+        d = direction(env, idx).clone()
+        d[:, 2] = 0
+        across = torch.stack((-d[:, 1], d[:, 0], torch.zeros_like(d[:, 0])), 1)
+        # a "grasp" of a thin plate lying across the direction: closing along the plate's y only
+        plate = torch.cat((point(env, idx), _yaw_frame(across)), 1)
+        half = torch.tensor([1.0, 0.001, 0.001]).expand(len(idx), 3)
+        return top_down_grasp(plate, half, adapter, rest_tcp_q(env, idx))
+
+    return target
+
+
+def _yaw_frame(y_axis: torch.Tensor) -> torch.Tensor:
+    """Quaternions (k, 4) of frames turned about z so that their y axis is along y_axis (k, 3)."""
+    yaw = torch.atan2(y_axis[:, 1], y_axis[:, 0]) - math.pi / 2
+    return axis_angle_to_quat(yaw[:, None] * torch.tensor([0.0, 0.0, 1.0]))
+
+
+def stand_upright(obj: str, height: Value | None = None) -> Target:
+    """Target: turn the held `env.<obj>` (held with its local x across the approach) so its x is
+    vertical and its centre at height(env, idx) (k,), or turning about the TCP. The object's free turn about its own axis
+    is spent on the wrist: the gripper ends horizontal, as the adapter's `side_hold` says."""
+
+    def target(env, idx, adapter):
+        tcp = env.agent.tcp_pose[idx]
+        held = getattr(env, obj).pose()[idx]
+        grip = pose_mul(pose_inv(held), tcp)  # the TCP in the object's frame
+        outward = held[:, :3] - env.agent.root_pose[idx, :3]
+        lo, hi, up = adapter.side_hold
+        x = torch.tensor([0.0, 0.0, up]).expand(len(idx), 3)
+        best, best_angle = None, None
+        for turn in torch.linspace(lo, hi, 7).tolist():  # the least turn from the grip now
+            yaw = torch.atan2(outward[:, 1], outward[:, 0]) + math.radians(turn)
+            approach = torch.stack((torch.cos(yaw), torch.sin(yaw), torch.zeros_like(yaw)), 1)
+            q = matrix_to_quat(torch.stack((x, torch.cross(approach, x, dim=1), approach), 2))
+            angle = quat_angle(q, tcp[:, 3:])
+            take = torch.ones_like(angle, dtype=torch.bool) if best is None else angle < best_angle
+            best = q if best is None else torch.where(take[:, None], q, best)
+            best_angle = angle if best_angle is None else torch.where(take, angle, best_angle)
+        tcp_q = best
+        if height is None:  # turn about the TCP
+            return torch.cat((tcp[:, :3], tcp_q), 1)
+        obj_q = quat_mul(tcp_q, quat_conj(grip[:, 3:]))
+        goal = torch.cat((held[:, :2], height(env, idx)[:, None], obj_q), 1)
+        return pose_mul(goal, grip)
+
+    return target
+
+
+# ---- stage sequences ----------------------------------------------------------------------------
+def pick(grasp: Target) -> tuple[Stage, ...]:
+    """Reach above the grasp, descend, close: the opening of every pick."""
     return (
         MoveTo("reach", pre_grasp(grasp), OPEN),
         MoveTo("approach", grasp, OPEN, screw_only=True),
         Grip("grasp", CLOSED),
     )
+
+
+def push(obj: str, goal: Value, contact: Value, hover: float = 0.05, overshoot: float = 0.0) -> tuple[Stage, ...]:
+    """Closed fingers lowered at `contact` (k, 3), then moved along the table by the object's
+    offset to its goal (plus `overshoot` m): pushes and pulls alike."""
+
+    def direction(env, idx):
+        return goal(env, idx) - position_of(obj)(env, idx)
+
+    def above(env, idx):
+        return contact(env, idx) + torch.tensor([0.0, 0.0, hover])
+
+    def through(env, idx, adapter):
+        tcp = env.agent.tcp_pose[idx].clone()
+        d = direction(env, idx)
+        d[:, 2] = 0
+        length = d.norm(dim=1, keepdim=True)
+        tcp[:, :3] += d * (1 + overshoot / length.clamp_min(1e-6))
+        return tcp
+
+    return (
+        MoveTo("reach", facing(direction, above), CLOSED),
+        MoveTo("lower", facing(direction, contact), CLOSED, screw_only=True),
+        MoveTo("push", through, CLOSED, screw_only=True),
+    )
+
+
+def insert(
+    obj: str, goal: Value, depth: Callable, approach: float, steps: Sequence[float], steady: int = 5
+) -> tuple[Stage, ...]:
+    """Bring the held `env.<obj>` onto the axis (local x) of goal(env, idx) (k, 7) at `approach`
+    m before `depth`, re-aim from the measured pose at each of `steps` (m before depth, each
+    straight), then push along the axis to depth(env, idx) (k,)."""
+
+    def before(distance: float) -> Value:
+        return offset_pose(goal, along_x(lambda env, idx: depth(env, idx) - distance))
+
+    stages: list[Stage] = [MoveTo("align", place_at(obj, before(approach)), CLOSED)]
+    for d in steps:  # the arm comes to rest first: the correction then sees its sag, not its lag
+        stages += [Grip("steady", CLOSED, steps=steady), MoveTo(f"re-aim {d * 100:.0f} cm", place_at(obj, before(d)), CLOSED, screw_only=True)]
+    stages += [Grip("steady", CLOSED, steps=steady), MoveTo("insert", place_at(obj, before(0.0)), CLOSED, screw_only=True)]
+    return tuple(stages)

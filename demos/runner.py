@@ -145,7 +145,7 @@ class Runner:
             if len(idx) == 0:
                 break
             plans = self._plans(stage, idx, recs)
-            self._execute(plans, recs, settle=isinstance(stage, Settle))
+            self._execute(plans, recs, settle=stage.hold if isinstance(stage, Settle) else 0)
         outcomes = []
         for r in recs:
             if r.failure is None and not r.solved:
@@ -157,11 +157,14 @@ class Runner:
             )
         return outcomes
 
-    def _execute(self, plans: dict[int, torch.Tensor], recs: list[_Recorder], settle: bool) -> None:
+    def _execute(self, plans: dict[int, torch.Tensor], recs: list[_Recorder], settle: int) -> None:
+        """Steps every env through its plan; with settle > 0, an env also stops (solved) once
+        it has reported success for `settle` steps in a row."""
         env = self.env
         if not plans:
             return
         running = dict(plans)
+        streak = dict.fromkeys(plans, 0)
         ended: dict[int, dict] = {}  # env -> its state when its plan ended early
         t = 0
         while running:
@@ -182,7 +185,8 @@ class Runner:
                 if self.record_obs:
                     r.obs.append(obs[i].numpy().copy())
                 finished = t + 1 >= len(running[i])
-                if settle and bool(info["success"][i]):
+                streak[i] = streak[i] + 1 if bool(info["success"][i]) else 0
+                if settle and streak[i] >= settle:
                     r.solved, finished = True, True
                 if finished:
                     del running[i]

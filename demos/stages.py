@@ -41,10 +41,13 @@ class Grip:
 
 @dataclass(frozen=True)
 class Settle:
-    """Hold everything until the task reports success (at most `steps` control steps)."""
+    """Hold everything until the task has reported success for `hold` steps in a row (at most
+    `steps` control steps). An episode ends there: a longer `hold` keeps demos off the edge of
+    success (an object still coming to rest), so that open-loop replays reproduce it."""
 
     name: str = "settle"
     steps: int = 25
+    hold: int = 1
 
 
 Stage = Union[MoveTo, Grip, Settle]

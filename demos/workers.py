@@ -33,8 +33,8 @@ def _serve(spec: WorkerSpec, conn: Connection) -> None:
     from demos.runner import Runner
     from demos.solutions import solution_for
 
-    env = gym.make(spec.env_id, num_envs=spec.num_envs, **spec.env_kwargs).unwrapped
-    with PlannerPool(1) as pool:
+    with PlannerPool(1, warm=spec.robot_uid) as pool:  # its planner builds while the env does
+        env = gym.make(spec.env_id, num_envs=spec.num_envs, **spec.env_kwargs).unwrapped
         runner = Runner(env, solution_for(spec.env_id), pool, adapter_for(spec.robot_uid), spec.record_obs)
         conn.send(("ready", env.max_episode_steps))
         while True:

@@ -1,9 +1,28 @@
 """One solution per task; `SOLUTIONS` maps env ids to them."""
 
-from demos.solutions import pick_cube
+from demos.solutions import (
+    lift_peg_upright,
+    peg_insertion_side,
+    pick_cube,
+    plug_charger,
+    pull_cube,
+    push_cube,
+    stack_cube,
+)
 from demos.stages import Solution
 
-SOLUTIONS: dict[str, Solution] = {s.env_id: s for s in (pick_cube.SOLUTION,)}
+SOLUTIONS: dict[str, Solution] = {
+    s.env_id: s
+    for s in (
+        pick_cube.SOLUTION,
+        push_cube.SOLUTION,
+        pull_cube.SOLUTION,
+        stack_cube.SOLUTION,
+        lift_peg_upright.SOLUTION,
+        peg_insertion_side.SOLUTION,
+        plug_charger.SOLUTION,
+    )
+}
 
 
 def solution_for(env_id: str) -> Solution:

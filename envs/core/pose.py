@@ -44,28 +44,26 @@ def quat_to_matrix(q: torch.Tensor) -> torch.Tensor:
 
 
 def matrix_to_quat(m: torch.Tensor) -> torch.Tensor:
-    """Rotation matrices (..., 3, 3) to unit quaternions with w >= 0."""
+    """Rotation matrices (..., 3, 3) to unit quaternions with w >= 0.
+
+    Each component is recovered from the largest of the four diagonal combinations (Shepperd's
+    method): taking signs relative to w alone loses them for half turns, where w is 0."""
     m00, m11, m22 = m[..., 0, 0], m[..., 1, 1], m[..., 2, 2]
-    q = torch.stack(
+    m01, m02, m10, m12, m20, m21 = m[..., 0, 1], m[..., 0, 2], m[..., 1, 0], m[..., 1, 2], m[..., 2, 0], m[..., 2, 1]
+    big = torch.stack((1 + m00 + m11 + m22, 1 + m00 - m11 - m22, 1 - m00 + m11 - m22, 1 - m00 - m11 + m22), -1)
+    r = big.clamp_min(1e-12).sqrt()  # 2 |component| of each case's pivot
+    candidates = torch.stack(
         (
-            1 + m00 + m11 + m22,
-            1 + m00 - m11 - m22,
-            1 - m00 + m11 - m22,
-            1 - m00 - m11 + m22,
+            torch.stack((r[..., 0] ** 2, m21 - m12, m02 - m20, m10 - m01), -1) / (2 * r[..., 0:1]),
+            torch.stack((m21 - m12, r[..., 1] ** 2, m01 + m10, m02 + m20), -1) / (2 * r[..., 1:2]),
+            torch.stack((m02 - m20, m01 + m10, r[..., 2] ** 2, m12 + m21), -1) / (2 * r[..., 2:3]),
+            torch.stack((m10 - m01, m02 + m20, m12 + m21, r[..., 3] ** 2), -1) / (2 * r[..., 3:4]),
         ),
-        -1,
-    ).clamp_min(0).sqrt() * 0.5
-    signs = torch.stack(
-        (
-            torch.ones_like(m00),
-            torch.sign(m[..., 2, 1] - m[..., 1, 2]),
-            torch.sign(m[..., 0, 2] - m[..., 2, 0]),
-            torch.sign(m[..., 1, 0] - m[..., 0, 1]),
-        ),
-        -1,
-    )
-    signs = torch.where(signs == 0, torch.ones_like(signs), signs)
-    q = q * signs
+        -2,
+    )  # (..., 4 cases, 4)
+    pick = big.argmax(-1)[..., None, None].expand(*big.shape[:-1], 1, 4)
+    q = candidates.gather(-2, pick).squeeze(-2)
+    q = torch.where(q[..., :1] < 0, -q, q)
     return q / q.norm(dim=-1, keepdim=True)
 
 
