@@ -106,11 +106,18 @@ class GenerationWorkers:
                     return batch, None
 
     def close(self) -> None:
-        for proc, conn in self.slots:
+        """Idle workers are told to stop; busy ones are ended at once (their batch is no longer
+        wanted, and finishing it kept a run waiting up to a batch's time). Their planner
+        processes notice that their owner is gone and exit."""
+        for slot, (proc, conn) in enumerate(self.slots):
+            if slot in self.busy:
+                proc.terminate()
+                continue
             try:
                 conn.send(None)
             except (BrokenPipeError, OSError):
                 pass
+        self.busy = {}
         for proc, conn in self.slots:
             proc.join(timeout=10)
             if proc.is_alive():
