@@ -106,18 +106,11 @@ class GenerationWorkers:
                     return batch, None
 
     def close(self) -> None:
-        """Idle workers are told to stop; busy ones are ended at once (their batch is no longer
-        wanted, and finishing it kept a run waiting up to a batch's time). Their planner
-        processes notice that their owner is gone and exit."""
-        for slot, (proc, conn) in enumerate(self.slots):
-            if slot in self.busy:
-                proc.terminate()
-                continue
+        for proc, conn in self.slots:
             try:
                 conn.send(None)
             except (BrokenPipeError, OSError):
                 pass
-        self.busy = {}
         for proc, conn in self.slots:
             proc.join(timeout=10)
             if proc.is_alive():
