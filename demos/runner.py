@@ -36,9 +36,18 @@ def _stack(rows: list):
     return np.stack(rows)
 
 
+def _scene_kwargs(env, i: int) -> dict:
+    """Env kwargs that rebuild env i's scene in a one-env instance, when it is not the same in
+    every env: PegInsertionSide draws each env's peg and hole from its geometry seed, so an
+    episode is replayable only in an env built with that seed."""
+    seeds = getattr(env, "geometry_seeds", None)
+    return {"geometry_seed": [int(seeds[i])]} if seeds is not None else {}
+
+
 @dataclass
 class _Recorder:
     seed: int
+    scene_kwargs: dict = field(default_factory=dict)
     states: list = field(default_factory=list)
     obs: list = field(default_factory=list)
     actions: list = field(default_factory=list)
@@ -61,7 +70,7 @@ class _Recorder:
             env_states=_stack(self.states),
             obs=_stack(self.obs) if record_obs else None,
             seed=self.seed,
-            reset_kwargs={"seed": self.seed},
+            reset_kwargs={"seed": self.seed, **({"env_kwargs": self.scene_kwargs} if self.scene_kwargs else {})},
         )
 
 
@@ -134,7 +143,7 @@ class Runner:
         n = env.num_envs
         assert len(seeds) == n
         obs, info = env.reset(seed=seeds)
-        recs = [_Recorder(int(s)) for s in seeds]
+        recs = [_Recorder(int(s), _scene_kwargs(env, i)) for i, s in enumerate(seeds)]
         state = env.get_state_dict()
         for i in range(n):
             recs[i].states.append(_rows(state, i))

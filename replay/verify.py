@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import gymnasium as gym
@@ -53,16 +54,28 @@ def verify_file(path: str | Path, num_envs: int = 16) -> tuple[int, int, list[in
     recorded = {e["episode_id"]: bool(e.get("success")) for e in traj.episodes}
     info = traj.env_info
     kwargs = dict(info["env_kwargs"], obs_mode="none")
-    env = gym.make(check_env_id(info["env_id"]), num_envs=max(1, min(num_envs, len(traj))), **kwargs)
+    # episodes whose scene depends on the env they ran in carry one-env kwargs
+    # (reset_kwargs["env_kwargs"], e.g. {"geometry_seed": [g]}): replay them in envs built alike
+    groups: dict[str, list[int]] = {}
+    for e in traj.episodes:
+        key = json.dumps(e.get("reset_kwargs", {}).get("env_kwargs", {}), sort_keys=True)
+        groups.setdefault(key, []).append(e["episode_id"])
+    total = sum(len(g) for g in groups.values())
     failed = []
     try:
-        for start in range(0, len(ids), env.unwrapped.num_envs):
-            chunk = ids[start : start + env.unwrapped.num_envs]
-            eps = [traj.episode(i, with_obs=False) for i in chunk]
-            for i, ok in zip(chunk, replay_actions(env, eps)):
-                if ok != recorded[i]:
-                    failed.append(i)
+        for key, ids in groups.items():
+            n = max(1, min(num_envs, len(ids)))
+            scene = {k: v * n for k, v in json.loads(key).items()}  # one-env lists, for n envs
+            env = gym.make(check_env_id(info["env_id"]), num_envs=n, **kwargs, **scene)
+            try:
+                for start in range(0, len(ids), n):
+                    chunk = ids[start : start + n]
+                    eps = [traj.episode(i, with_obs=False) for i in chunk]
+                    for i, ok in zip(chunk, replay_actions(env, eps)):
+                        if ok != recorded[i]:
+                            failed.append(i)
+            finally:
+                env.close()
     finally:
-        env.close()
         traj.close()
-    return len(ids) - len(failed), len(ids), failed
+    return total - len(failed), total, sorted(failed)

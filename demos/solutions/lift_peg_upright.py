@@ -21,7 +21,7 @@ SOLUTION = Solution(
         MoveTo("lower", stand_upright("peg", _half_length(-0.002)), CLOSED, screw_only=True),
         Grip("steady", CLOSED, steps=3),  # pressed flat on the table, the arm at rest: let go
         Grip("release", OPEN),
-        Settle(hold=6),  # the released peg may rock for a moment on its end
+        Settle(steps=40, hold=8),  # the released peg may rock for a moment on its end
     ),
     obstacles=table_boxes,
 )
