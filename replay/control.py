@@ -33,7 +33,7 @@ from typing import Callable
 import numpy as np
 import torch
 
-from envs.core.pose import quat_conj, quat_mul, quat_to_axis_angle
+from envs.core.pose import pose_mul, quat_conj, quat_mul, quat_to_axis_angle
 from envs.modes import ControlMode
 from replay.trajectory import Episode
 
@@ -148,7 +148,13 @@ def reference_targets(episode: Episode, agent_name: str, arm: list[int], dof: in
 
 
 def _rows(tree, i: int):
-    return {k: _rows(v, i) if isinstance(v, dict) else v[i].numpy().copy() for k, v in tree.items()}
+    if not isinstance(tree, dict):
+        return np.array(tree[i])
+    return {k: _rows(v, i) for k, v in tree.items()}
+
+
+def _to_numpy(tree):
+    return {k: _to_numpy(v) for k, v in tree.items()} if isinstance(tree, dict) else tree.numpy()
 
 
 def _stack(rows: list):
@@ -166,16 +172,19 @@ class _Track:
         self.corrections = 0
         self.settled = 0
         self.done = False
-        self.actions, self.states, self.success, self.fail, self.rewards = [], [], [], [], []
+        self.actions, self.states, self.obs, self.success, self.fail, self.rewards = [], [], [], [], [], []
         self.lost_at: int | None = None
         self.max_tcp = self.max_obj = 0.0
         self.why = ""
 
 
-def convert_batch(env, episodes: list[Episode], mode: ControlMode, limits: ConvertLimits) -> list[Converted]:
+def convert_batch(
+    env, episodes: list[Episode], mode: ControlMode, limits: ConvertLimits, record_obs: bool = False
+) -> list[Converted]:
     """Converts len(episodes) <= num_envs episodes at once in `env` (built in the target control
-    mode, obs_mode none). Episodes that finish early hold still until the batch ends; their
-    recorded steps are their own."""
+    mode). Episodes that finish early hold still until the batch ends; their recorded steps are
+    their own. With record_obs, the env's observations (a state obs mode: no rendering) are
+    kept as the episodes' obs."""
     base = env.unwrapped
     agent = base.agent
     n, k = base.num_envs, len(episodes)
@@ -188,15 +197,20 @@ def convert_batch(env, episodes: list[Episode], mode: ControlMode, limits: Conve
     dof = agent.dof
     fk = agent.kinematics.tcp_pose
     tracks = []
-    for e in padded:
+    for i, e in enumerate(padded):
         ref = reference_targets(e, agent.name, agent.arm, dof)
         q = e.env_states["articulations"][agent.name][:, 13 : 13 + dof][:, agent.arm]
-        tracks.append(_Track(e, ref, fk(torch.from_numpy(q).double()).float().numpy()))
+        root = agent.root_pose[i : i + 1].double()
+        tcp = pose_mul(root.expand(len(q), 7), fk(torch.from_numpy(q).double()))  # (T + 1, 7) env frame
+        tracks.append(_Track(e, ref, tcp.float().numpy()))
     act_fn = action_function(mode, agent)
     actor_names = list(padded[0].env_states["actors"])
-    state = base.get_state_dict()
+    state = _to_numpy(base.get_state_dict())
+    obs = _to_numpy(base.get_obs(base.evaluate())) if record_obs else None
     for i, tr in enumerate(tracks):
         tr.states.append(_rows(state, i))
+        if record_obs:
+            tr.obs.append(_rows(obs, i))
     max_len = base.max_episode_steps
     while not all(t.done for t in tracks[:k]):
         cur = agent.targets[:, agent.arm].double()  # (N, n_arm)
@@ -204,14 +218,17 @@ def convert_batch(env, episodes: list[Episode], mode: ControlMode, limits: Conve
         arm, hit = saturate(act_fn(cur, ref).float(), mode)
         grip = torch.tensor([[t.ep.actions[min(t.k, t.ep.length - 1), -1]] for t in tracks], dtype=torch.float32)
         action = torch.cat((arm, grip), 1)
-        _, reward, _, _, info = base.step(action)
-        state = base.get_state_dict()
-        tcp = agent.tcp_pose_root().numpy()  # (N, 7) from measured qpos
+        obs, reward, _, _, info = base.step(action)
+        obs = _to_numpy(obs) if record_obs else None
+        state = _to_numpy(base.get_state_dict())
+        tcp = agent.tcp_pose.numpy()  # (N, 7) env frame, from measured qpos (cached by evaluate)
         for i, tr in enumerate(tracks[:k]):
             if tr.done:
                 continue
             tr.actions.append(action[i].numpy().copy())
             tr.states.append(_rows(state, i))
+            if record_obs:
+                tr.obs.append(_rows(obs, i))
             tr.success.append(bool(info["success"][i]))
             tr.fail.append(bool(info["fail"][i]))
             tr.rewards.append(float(reward[i]))
@@ -220,7 +237,7 @@ def convert_batch(env, episodes: list[Episode], mode: ControlMode, limits: Conve
                     tr.corrections += 1
                 else:
                     tr.k += 1
-                    _track_error(tr, tcp[i], {a: state["actors"][a][i, :3].numpy() for a in actor_names}, limits)
+                    _track_error(tr, tcp[i], {a: state["actors"][a][i, :3] for a in actor_names}, limits)
             else:
                 tr.settled += 1
             finished = tr.k >= tr.ep.length and (tr.success[-1] or tr.settled >= limits.settle_steps)
@@ -258,6 +275,7 @@ def _result(tr: _Track, max_len: int) -> Converted:
         fail=np.array(tr.fail, bool),
         rewards=np.array(tr.rewards, np.float32),
         env_states=_stack(tr.states),
+        obs=_stack(tr.obs) if tr.obs else None,
         seed=tr.ep.seed,
         reset_kwargs=dict(tr.ep.reset_kwargs),
         info={**tr.ep.info, "corrective_steps": tr.corrections},

@@ -182,12 +182,15 @@ def convert_episodes(cfg: ConvertConfig, ids: list[int]) -> list[Outcome]:
         src.close()
     n = len(episodes)
     if cfg.converts_control:
-        env = gym.make(cfg.env_id, num_envs=n, **cfg.env_kwargs(ObsMode.NONE))
+        record = not cfg.obs_mode.visual  # state obs modes come with the steps; camera modes render after
+        env = gym.make(cfg.env_id, num_envs=n, **cfg.env_kwargs(cfg.obs_mode if record else ObsMode.NONE))
         try:
-            results = convert_batch(env, episodes, cfg.control_mode, cfg.limits)
+            results = convert_batch(env, episodes, cfg.control_mode, cfg.limits, record_obs=record and cfg.obs_mode is not ObsMode.NONE)
         finally:
             env.close()
         outcomes = [Outcome(i, r.success, r.reason, r.episode) for i, r in zip(ids, results)]
+        if record:
+            return outcomes
     elif cfg.use_env_states:
         outcomes = [Outcome(i, True, "states used as recorded", e) for i, e in zip(ids, episodes)]
     else:
@@ -231,7 +234,9 @@ def _run_batches(cfg: ConvertConfig, batches: list[list[int]]) -> Iterator[list[
         for b in batches:
             yield convert_episodes(cfg, b)
         return
-    with ProcessPoolExecutor(cfg.workers, mp_context=mp.get_context("spawn"), initializer=_worker_init) as pool:
+    # fork: the workers start with this process's imports (torch, SAPIEN), which spawn would
+    # redo in each (2 s here); no env or PhysX system exists in this process to be inherited
+    with ProcessPoolExecutor(cfg.workers, mp_context=mp.get_context("fork"), initializer=_worker_init) as pool:
         yield from pool.map(convert_episodes, [cfg] * len(batches), batches)
 
 
