@@ -302,3 +302,14 @@ def test_bad_input_one_line_nothing_written(demos, tmp_path, capsys):
 
 def test_trajectory_error_is_a_value_error():
     assert issubclass(TrajectoryError, ValueError)
+
+
+def test_worker_processes_give_the_same_episodes(demos, tmp_path):
+    one, two = tmp_path / "one.h5", tmp_path / "two.h5"
+    run(ConvertConfig(file=demos, control="pd_ee_delta_pose", count=2, num_envs=1, out=one))
+    report = run(ConvertConfig(file=demos, control="pd_ee_delta_pose", count=2, num_envs=1, workers=2, out=two))
+    assert report.converted == 2
+    a, b = TrajectoryFile(one), TrajectoryFile(two)
+    for i in range(2):
+        np.testing.assert_array_equal(a.episode(i).actions, b.episode(i).actions)
+    assert [e["info"]["source_episode_id"] for e in b.episodes] == [0, 1]
