@@ -179,12 +179,17 @@ class _Track:
 
 
 def convert_batch(
-    env, episodes: list[Episode], mode: ControlMode, limits: ConvertLimits, record_obs: bool = False
+    env,
+    episodes: list[Episode],
+    mode: ControlMode,
+    limits: ConvertLimits,
+    record_obs: bool = False,
+    on_done: Callable[[int], None] | None = None,
 ) -> list[Converted]:
     """Converts len(episodes) <= num_envs episodes at once in `env` (built in the target control
     mode). Episodes that finish early hold still until the batch ends; their recorded steps are
     their own. With record_obs, the env's observations (a state obs mode: no rendering) are
-    kept as the episodes' obs."""
+    kept as the episodes' obs. `on_done(1)` is called as each episode finishes."""
     base = env.unwrapped
     agent = base.agent
     n, k = base.num_envs, len(episodes)
@@ -245,6 +250,8 @@ def convert_batch(
                 tr.why = f"needs more than max_episode_steps ({max_len}) steps"
                 finished = True
             tr.done = finished
+            if finished and on_done:
+                on_done(1)
     return [_result(t, max_len) for t in tracks[:k]]
 
 

@@ -165,8 +165,9 @@ class Report:
         return out
 
 
-def convert_episodes(cfg: ConvertConfig, ids: list[int]) -> list[Outcome]:
-    """One batch: converts the source episodes `ids` (len <= cfg.num_envs) in this process."""
+def convert_episodes(cfg: ConvertConfig, ids: list[int], on_done: Callable[[int], None] | None = None) -> list[Outcome]:
+    """One batch: converts the source episodes `ids` (len <= cfg.num_envs) in this process;
+    `on_done(n)` is told as episodes finish their last phase."""
     import gymnasium as gym
 
     import envs  # noqa: F401  (registers)
@@ -185,7 +186,10 @@ def convert_episodes(cfg: ConvertConfig, ids: list[int]) -> list[Outcome]:
         record = not cfg.obs_mode.visual  # state obs modes come with the steps; camera modes render after
         env = gym.make(cfg.env_id, num_envs=n, **cfg.env_kwargs(cfg.obs_mode if record else ObsMode.NONE))
         try:
-            results = convert_batch(env, episodes, cfg.control_mode, cfg.limits, record_obs=record and cfg.obs_mode is not ObsMode.NONE)
+            results = convert_batch(
+                env, episodes, cfg.control_mode, cfg.limits,
+                record_obs=record and cfg.obs_mode is not ObsMode.NONE, on_done=on_done if record else None,
+            )
         finally:
             env.close()
         outcomes = [Outcome(i, r.success, r.reason, r.episode) for i, r in zip(ids, results)]
@@ -204,13 +208,17 @@ def convert_episodes(cfg: ConvertConfig, ids: list[int]) -> list[Outcome]:
             for i, good, e in zip(ids, ok, episodes)
         ]
     keep = [o for o in outcomes if o.ok or cfg.allow_failure]
+    if on_done and len(keep) < len(outcomes):
+        on_done(len(outcomes) - len(keep))  # dropped: nothing more to do for them
     if keep and cfg.obs_mode is ObsMode.NONE:
         for o in keep:
             o.episode = with_obs(o.episode, None, cfg.obs_mode)
+        if on_done:
+            on_done(len(keep))
     elif keep:
         env = gym.make(cfg.env_id, num_envs=len(keep), **cfg.env_kwargs(cfg.obs_mode))
         try:
-            obs = observe_batch(env, [o.episode for o in keep])
+            obs = observe_batch(env, [o.episode for o in keep], on_done)
         finally:
             env.close()
         for o, ob in zip(keep, obs):
@@ -228,20 +236,26 @@ def _batches(ids: list[int], size: int) -> list[list[int]]:
     return [ids[i : i + size] for i in range(0, len(ids), size)]
 
 
-def _run_batches(cfg: ConvertConfig, batches: list[list[int]]) -> Iterator[list[Outcome]]:
-    """Yields each batch's outcomes, in batch order."""
+def _run_batches(
+    cfg: ConvertConfig, batches: list[list[int]], on_done: Callable[[int], None] | None
+) -> Iterator[list[Outcome]]:
+    """Yields each batch's outcomes, in batch order; in this process `on_done` hears of each
+    finished episode, from workers of each finished batch."""
     if cfg.workers == 1:
         for b in batches:
-            yield convert_episodes(cfg, b)
+            yield convert_episodes(cfg, b, on_done)
         return
     # fork: the workers start with this process's imports (torch, SAPIEN), which spawn would
     # redo in each (2 s here); no env or PhysX system exists in this process to be inherited
     with ProcessPoolExecutor(cfg.workers, mp_context=mp.get_context("fork"), initializer=_worker_init) as pool:
-        yield from pool.map(convert_episodes, [cfg] * len(batches), batches)
+        for outcomes in pool.map(convert_episodes, [cfg] * len(batches), batches):
+            if on_done:
+                on_done(len(outcomes))
+            yield outcomes
 
 
-def run(cfg: ConvertConfig, on_batch: Callable[[int], None] | None = None) -> Report:
-    """Converts cfg.episode_ids into cfg.out; `on_batch(n)` is called after each batch of n."""
+def run(cfg: ConvertConfig, on_done: Callable[[int], None] | None = None) -> Report:
+    """Converts cfg.episode_ids into cfg.out; `on_done(n)` is called as n more episodes finish."""
     start = time.perf_counter()
     ids = cfg.episode_ids
     size = min(cfg.num_envs, math.ceil(len(ids) / cfg.workers)) if ids else 1
@@ -251,7 +265,7 @@ def run(cfg: ConvertConfig, on_batch: Callable[[int], None] | None = None) -> Re
     written = converted = 0
     try:
         with TrajectoryWriter(tmp, meta) as writer:
-            for outcomes in _run_batches(cfg, _batches(ids, size)):
+            for outcomes in _run_batches(cfg, _batches(ids, size), on_done):
                 for o in outcomes:
                     converted += o.ok
                     if not o.ok:
@@ -260,8 +274,6 @@ def run(cfg: ConvertConfig, on_batch: Callable[[int], None] | None = None) -> Re
                         o.episode.info = {**o.episode.info, "source_episode_id": o.source_id, "convert": o.reason}
                         writer.add(o.episode, cfg.control_mode.value)
                         written += 1
-                if on_batch:
-                    on_batch(len(outcomes))
         if written == 0:
             raise _NothingConverted()
         tmp.replace(cfg.out)

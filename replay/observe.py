@@ -7,7 +7,7 @@ share a batch; an episode that has ended keeps its last state until the longest 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 import torch
@@ -56,10 +56,10 @@ def _stack(rows: list) -> Any:
     return np.stack(rows)
 
 
-def observe_batch(env, episodes: list[Episode]) -> list[Any]:
+def observe_batch(env, episodes: list[Episode], on_done: Callable[[int], None] | None = None) -> list[Any]:
     """The observation of every recorded state of each episode: per episode a (T + 1, ...) array
     (flat obs modes) or a nested dict of them. `env` is built in the wanted obs mode with
-    num_envs >= len(episodes)."""
+    num_envs >= len(episodes). `on_done(1)` is called as each episode's last state is observed."""
     base = env.unwrapped
     k = len(episodes)
     padded = episodes + [episodes[-1]] * (base.num_envs - k)
@@ -72,6 +72,8 @@ def observe_batch(env, episodes: list[Episode]) -> list[Any]:
         for i, e in enumerate(episodes):
             if t <= e.length:
                 rows[i].append(_row(obs, i))
+                if t == e.length and on_done:
+                    on_done(1)
     return [_stack(r) for r in rows]
 
 
