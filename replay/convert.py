@@ -7,7 +7,8 @@ Pipeline, per batch of B episodes (in this process, or spread over W worker proc
    failed; the run only feeds the controller actions computed from its own drive targets, so
    it *is* the open-loop replay of the stored actions from the recorded initial state.
 2. otherwise, unless `use_env_states`: the recorded actions are replayed open loop from the
-   initial state (replay/verify.py); an episode that does not reproduce its success failed.
+   initial state (replay/check.py); an episode that does not reproduce its success failed, and
+   the report names the step where the replay left the recorded states.
 3. observations (when an obs mode other than none is asked for): every state of the
    (converted) episode is restored and observed (replay/observe.py).
 
@@ -171,10 +172,10 @@ def convert_episodes(cfg: ConvertConfig, ids: list[int], on_done: Callable[[int]
     import gymnasium as gym
 
     import envs  # noqa: F401  (registers)
+    from replay.check import check_replay
     from replay.control import convert_batch
     from replay.observe import observe_batch, with_obs
     from replay.trajectory import TrajectoryFile
-    from replay.verify import replay_actions
 
     src = TrajectoryFile(cfg.file)
     try:
@@ -200,13 +201,10 @@ def convert_episodes(cfg: ConvertConfig, ids: list[int], on_done: Callable[[int]
     else:
         env = gym.make(cfg.env_id, num_envs=n, **cfg.env_kwargs(ObsMode.NONE))
         try:
-            ok = replay_actions(env, episodes)
+            checked = check_replay(env, episodes, cfg.limits)
         finally:
             env.close()
-        outcomes = [
-            Outcome(i, good, "success" if good else "recorded actions do not reproduce success (try --use-env-states)", e)
-            for i, good, e in zip(ids, ok, episodes)
-        ]
+        outcomes = [Outcome(i, good, why, e) for i, (good, why), e in zip(ids, checked, episodes)]
     keep = [o for o in outcomes if o.ok or cfg.allow_failure]
     if on_done and len(keep) < len(outcomes):
         on_done(len(outcomes) - len(keep))  # dropped: nothing more to do for them

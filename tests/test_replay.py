@@ -187,6 +187,7 @@ def test_failures_are_reported_not_dropped(demos, tmp_path):
     # an obs-only conversion replays the actions first: the corrupt episode is reported too
     report = run(ConvertConfig(file=bad, obs="state", out=tmp_path / "obs.h5"))
     assert [i for i, _ in report.failed] == [1] and "do not reproduce" in report.failed[0][1]
+    assert "left the recorded states at step" in report.failed[0][1]
 
 
 def _every(src: Path, dst: Path, k: int) -> Path:
