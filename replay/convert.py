@@ -169,9 +169,6 @@ class Report:
 def convert_episodes(cfg: ConvertConfig, ids: list[int], on_done: Callable[[int], None] | None = None) -> list[Outcome]:
     """One batch: converts the source episodes `ids` (len <= cfg.num_envs) in this process;
     `on_done(n)` is told as episodes finish their last phase."""
-    import gymnasium as gym
-
-    import envs  # noqa: F401  (registers)
     from replay.check import check_replay
     from replay.control import convert_batch
     from replay.observe import observe_batch, with_obs
@@ -182,10 +179,9 @@ def convert_episodes(cfg: ConvertConfig, ids: list[int], on_done: Callable[[int]
         episodes = [src.episode(i, with_obs=False) for i in ids]
     finally:
         src.close()
-    n = len(episodes)
     if cfg.converts_control:
         record = not cfg.obs_mode.visual  # state obs modes come with the steps; camera modes render after
-        env = gym.make(cfg.env_id, num_envs=n, **cfg.env_kwargs(cfg.obs_mode if record else ObsMode.NONE))
+        env = _make(cfg, cfg.obs_mode if record else ObsMode.NONE, episodes)
         try:
             results = convert_batch(
                 env, episodes, cfg.control_mode, cfg.limits,
@@ -199,7 +195,7 @@ def convert_episodes(cfg: ConvertConfig, ids: list[int], on_done: Callable[[int]
     elif cfg.use_env_states:
         outcomes = [Outcome(i, True, "states used as recorded", e) for i, e in zip(ids, episodes)]
     else:
-        env = gym.make(cfg.env_id, num_envs=n, **cfg.env_kwargs(ObsMode.NONE))
+        env = _make(cfg, ObsMode.NONE, episodes)
         try:
             checked = check_replay(env, episodes, cfg.limits)
         finally:
@@ -214,7 +210,7 @@ def convert_episodes(cfg: ConvertConfig, ids: list[int], on_done: Callable[[int]
         if on_done:
             on_done(len(keep))
     elif keep:
-        env = gym.make(cfg.env_id, num_envs=len(keep), **cfg.env_kwargs(cfg.obs_mode))
+        env = _make(cfg, cfg.obs_mode, [o.episode for o in keep])
         try:
             obs = observe_batch(env, [o.episode for o in keep], on_done)
         finally:
@@ -222,6 +218,23 @@ def convert_episodes(cfg: ConvertConfig, ids: list[int], on_done: Callable[[int]
         for o, ob in zip(keep, obs):
             o.episode = with_obs(o.episode, ob, cfg.obs_mode)
     return outcomes
+
+
+PER_EPISODE_KWARGS = ("geometry_seed",)  # env kwargs a task draws per env at build time
+
+
+def _make(cfg: ConvertConfig, obs_mode: ObsMode, episodes: list):
+    """A batched env with one env per episode. A task that draws geometry per env when it is
+    built (PegInsertionSide's `geometry_seed`) gets each episode's own, from its info entry."""
+    import gymnasium as gym
+
+    import envs  # noqa: F401  (registers)
+
+    kwargs = cfg.env_kwargs(obs_mode)
+    for key in PER_EPISODE_KWARGS:
+        if any(key in e.info for e in episodes):
+            kwargs[key] = [int(e.info.get(key, 0)) for e in episodes]
+    return gym.make(cfg.env_id, num_envs=len(episodes), **kwargs)
 
 
 def _worker_init() -> None:
