@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import resource
 import subprocess
 import sys
 import time
@@ -31,15 +32,19 @@ def _demos(task: str, n: int, folder: Path) -> Path:
     return path
 
 
-def _timed(args: list[str]) -> tuple[float, str, tuple[float, float]]:
+def _timed(args: list[str]) -> tuple[float, float, str, tuple[float, float]]:
+    """(wall s, CPU s of the command and its workers, its stdout, load average before / after)."""
     load0 = os.getloadavg()[0]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     done = subprocess.run([sys.executable, "-m", "replay.cli", "convert", *args, "--overwrite", "--no-progress"],
                           capture_output=True, text=True)
     wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     if done.returncode not in (0, 1):
         raise RuntimeError(f"replay convert {' '.join(args)} failed: {done.stderr.strip()}")
-    return wall, done.stdout, (load0, os.getloadavg()[0])
+    return wall, cpu, done.stdout, (load0, os.getloadavg()[0])
 
 
 def _summary(out: str) -> tuple[int, int, float]:
@@ -62,25 +67,25 @@ def main(argv: list[str] | None = None) -> int:
     tasks = args.tasks or sorted(SOLUTIONS)
     w = ["--workers", str(args.workers)]
     print(f"cpus {os.cpu_count()}, workers {args.workers}, {args.n} demos per task, files in {args.dir}")
-    print("| what | task | converted | whole command | KB per episode | load before / after |")
-    print("|---|---|---|---|---|---|")
+    print("| what | task | converted | whole command: wall | CPU | KB per episode | load before / after |")
+    print("|---|---|---|---|---|---|---|")
     notes: list[str] = []
     pick = _demos("PickCube-v1", args.n, args.dir)
-    wall, out, load = _timed([str(pick), "--obs", "state", "--control", "pd_ee_delta_pose", *w])
+    wall, cpu, out, load = _timed([str(pick), "--obs", "state", "--control", "pd_ee_delta_pose", *w])
     ok, total, kb = _summary(out)
-    print(f"| pd_joint_pos -> pd_ee_delta_pose, state obs | PickCube-v1 | {ok}/{total} ({ok / total:.1%}) | {wall:.2f} s | {kb:.0f} | {load[0]:.1f} / {load[1]:.1f} |")
+    print(f"| pd_joint_pos -> pd_ee_delta_pose, state obs | PickCube-v1 | {ok}/{total} ({ok / total:.1%}) | {wall:.2f} s | {cpu:.2f} s | {kb:.0f} | {load[0]:.1f} / {load[1]:.1f} |")
     for task in tasks:
         if task == "PickCube-v1":
             continue
         path = _demos(task, args.n, args.dir)
-        wall, out, load = _timed([str(path), "--control", "pd_ee_delta_pose", *w])
+        wall, cpu, out, load = _timed([str(path), "--control", "pd_ee_delta_pose", *w])
         ok, total, kb = _summary(out)
-        print(f"| pd_joint_pos -> pd_ee_delta_pose | {task} | {ok}/{total} ({ok / total:.1%}) | {wall:.2f} s | {kb:.0f} | {load[0]:.1f} / {load[1]:.1f} |")
+        print(f"| pd_joint_pos -> pd_ee_delta_pose | {task} | {ok}/{total} ({ok / total:.1%}) | {wall:.2f} s | {cpu:.2f} s | {kb:.0f} | {load[0]:.1f} / {load[1]:.1f} |")
         notes += [f"{task}: {line.strip()}" for line in out.splitlines()[1:]]
     if not args.skip_rgbd:
-        wall, out, load = _timed([str(pick), "--obs", "rgbd", "--cam-width", "128", "--cam-height", "128", *w])
+        wall, cpu, out, load = _timed([str(pick), "--obs", "rgbd", "--cam-width", "128", "--cam-height", "128", *w])
         ok, total, kb = _summary(out)
-        print(f"| obs -> rgbd 128x128 (2 cameras) | PickCube-v1 | {ok}/{total} ({ok / total:.1%}) | {wall:.2f} s | {kb:.0f} | {load[0]:.1f} / {load[1]:.1f} |")
+        print(f"| obs -> rgbd 128x128 (2 cameras) | PickCube-v1 | {ok}/{total} ({ok / total:.1%}) | {wall:.2f} s | {cpu:.2f} s | {kb:.0f} | {load[0]:.1f} / {load[1]:.1f} |")
     for line in notes:
         print(line)
     return 0

@@ -147,35 +147,28 @@ def reference_targets(episode: Episode, agent_name: str, arm: list[int], dof: in
     return art[:, 13 + 2 * dof : 13 + 3 * dof][:, arm]
 
 
-def _rows(tree, i: int):
-    if not isinstance(tree, dict):
-        return np.array(tree[i])
-    return {k: _rows(v, i) for k, v in tree.items()}
-
-
 def _to_numpy(tree):
     return {k: _to_numpy(v) for k, v in tree.items()} if isinstance(tree, dict) else tree.numpy()
 
 
-def _stack(rows: list):
-    if isinstance(rows[0], dict):
-        return {k: _stack([r[k] for r in rows]) for k in rows[0]}
-    return np.stack(rows)
+def _stack_steps(history: list):
+    """A list of per-step trees of (N, ...) arrays -> one tree of (S, N, ...) arrays."""
+    if isinstance(history[0], dict):
+        return {k: _stack_steps([h[k] for h in history]) for k in history[0]}
+    return np.stack(history)
 
 
-class _Track:
-    """Per-episode bookkeeping of the closed loop."""
+def _env_rows(tree, i: int, steps: int):
+    """Env i's first `steps` rows of a tree of (S, N, ...) arrays."""
+    if isinstance(tree, dict):
+        return {k: _env_rows(v, i, steps) for k, v in tree.items()}
+    return tree[:steps, i].copy()
 
-    def __init__(self, ep: Episode, ref: np.ndarray, source_tcp: np.ndarray):
-        self.ep, self.ref, self.source_tcp = ep, ref, source_tcp
-        self.k = 0  # the next source action to imitate
-        self.corrections = 0
-        self.settled = 0
-        self.done = False
-        self.actions, self.states, self.obs, self.success, self.fail, self.rewards = [], [], [], [], [], []
-        self.lost_at: int | None = None
-        self.max_tcp = self.max_obj = 0.0
-        self.why = ""
+
+def _padded(rows: list[np.ndarray]) -> np.ndarray:
+    """Per-episode (T_i, ...) arrays -> (N, max T_i, ...), each repeating its last row."""
+    longest = max(len(r) for r in rows)
+    return np.stack([np.concatenate((r, np.repeat(r[-1:], longest - len(r), 0))) for r in rows])
 
 
 def convert_batch(
@@ -189,7 +182,7 @@ def convert_batch(
     """Converts len(episodes) <= num_envs episodes at once in `env` (built in the target control
     mode). Episodes that finish early hold still until the batch ends; their recorded steps are
     their own. With record_obs, the env's observations (a state obs mode: no rendering) are
-    kept as the episodes' obs. `on_done(1)` is called as each episode finishes."""
+    kept as the episodes' obs. `on_done(n)` is called as episodes finish."""
     base = env.unwrapped
     agent = base.agent
     n, k = base.num_envs, len(episodes)
@@ -199,95 +192,100 @@ def convert_batch(
         {g: {name: torch.from_numpy(np.stack([e.env_states[g][name][0] for e in padded])) for name in padded[0].env_states[g]}
          for g in padded[0].env_states}
     )
-    dof = agent.dof
-    fk = agent.kinematics.tcp_pose
-    tracks = []
-    for i, e in enumerate(padded):
-        ref = reference_targets(e, agent.name, agent.arm, dof)
-        q = e.env_states["articulations"][agent.name][:, 13 : 13 + dof][:, agent.arm]
-        root = agent.root_pose[i : i + 1].double()
-        tcp = pose_mul(root.expand(len(q), 7), fk(torch.from_numpy(q).double()))  # (T + 1, 7) env frame
-        tracks.append(_Track(e, ref, tcp.float().numpy()))
+    dof, name, rows = agent.dof, agent.name, np.arange(n)
+    lengths = np.array([e.length for e in padded])
+    refs = _padded([reference_targets(e, name, agent.arm, dof) for e in padded])  # (N, T + 1, n_arm)
+    grips = _padded([e.actions[:, -1] for e in padded])  # (N, T) source gripper actions
+    q = torch.from_numpy(_padded([e.env_states["articulations"][name][:, 13 : 13 + dof] for e in padded])).double()
+    root = agent.root_pose.double()[:, None].expand(n, q.shape[1], 7)
+    src_tcp = pose_mul(root, agent.kinematics.tcp_pose(q[..., agent.arm].reshape(-1, len(agent.arm))).reshape(n, -1, 7))
+    src_tcp = src_tcp[..., :3].float().numpy()  # (N, T + 1, 3) env frame
+    src_actors = {a: _padded([e.env_states["actors"][a][:, :3] for e in padded]) for a in padded[0].env_states["actors"]}
     act_fn = action_function(mode, agent)
-    actor_names = list(padded[0].env_states["actors"])
-    state = _to_numpy(base.get_state_dict())
-    obs = _to_numpy(base.get_obs(base.evaluate())) if record_obs else None
-    for i, tr in enumerate(tracks):
-        tr.states.append(_rows(state, i))
-        if record_obs:
-            tr.obs.append(_rows(obs, i))
+
+    states = [_to_numpy(base.get_state_dict())]
+    obs_hist = [_to_numpy(base.get_obs(base.evaluate()))] if record_obs else []
+    actions, success, fail, rewards = [], [], [], []
+    pos = np.zeros(n, int)  # the next source action to imitate
+    corrections, settled, recorded = np.zeros(n, int), np.zeros(n, int), np.zeros(n, int)
+    lost = np.full(n, -1)
+    max_tcp, max_obj = np.zeros(n), np.zeros(n)
+    done = np.arange(n) >= k  # padding envs never record
+    too_long = np.zeros(n, bool)
     max_len = base.max_episode_steps
-    while not all(t.done for t in tracks[:k]):
+    while not done.all():
         cur = agent.targets[:, agent.arm].double()  # (N, n_arm)
-        ref = torch.from_numpy(np.stack([t.ref[min(t.k + 1, len(t.ref) - 1)] for t in tracks])).double()
+        ref = torch.from_numpy(refs[rows, np.minimum(pos + 1, lengths)]).double()
         arm, hit = saturate(act_fn(cur, ref).float(), mode)
-        grip = torch.tensor([[t.ep.actions[min(t.k, t.ep.length - 1), -1]] for t in tracks], dtype=torch.float32)
+        grip = torch.from_numpy(grips[rows, np.minimum(pos, lengths - 1)]).float()[:, None]
         action = torch.cat((arm, grip), 1)
         obs, reward, _, _, info = base.step(action)
-        obs = _to_numpy(obs) if record_obs else None
-        state = _to_numpy(base.get_state_dict())
-        tcp = agent.tcp_pose.numpy()  # (N, 7) env frame, from measured qpos (cached by evaluate)
-        for i, tr in enumerate(tracks[:k]):
-            if tr.done:
-                continue
-            tr.actions.append(action[i].numpy().copy())
-            tr.states.append(_rows(state, i))
-            if record_obs:
-                tr.obs.append(_rows(obs, i))
-            tr.success.append(bool(info["success"][i]))
-            tr.fail.append(bool(info["fail"][i]))
-            tr.rewards.append(float(reward[i]))
-            if tr.k < tr.ep.length:
-                if hit[i] and tr.corrections < limits.max_corrections:
-                    tr.corrections += 1
-                else:
-                    tr.k += 1
-                    _track_error(tr, tcp[i], {a: state["actors"][a][i, :3] for a in actor_names}, limits)
-            else:
-                tr.settled += 1
-            finished = tr.k >= tr.ep.length and (tr.success[-1] or tr.settled >= limits.settle_steps)
-            if len(tr.actions) >= max_len and not finished:
-                tr.why = f"needs more than max_episode_steps ({max_len}) steps"
-                finished = True
-            tr.done = finished
-            if finished and on_done:
-                on_done(1)
-    return [_result(t, max_len) for t in tracks[:k]]
+        states.append(_to_numpy(base.get_state_dict()))
+        if record_obs:
+            obs_hist.append(_to_numpy(obs))
+        actions.append(action.numpy())
+        ok = info["success"].numpy()
+        success.append(ok)
+        fail.append(info["fail"].numpy())
+        rewards.append(reward.numpy())
 
+        active = ~done
+        recorded += active
+        following = active & (pos < lengths)
+        correcting = following & hit.numpy() & (corrections < limits.max_corrections)
+        corrections += correcting
+        advanced = following & ~correcting
+        pos += advanced
+        settled += active & ~following
+        # how far the converted run is from the source where it advanced
+        tcp_err = np.linalg.norm(agent.tcp_pose[:, :3].numpy() - src_tcp[rows, pos], axis=1)
+        obj_err = np.zeros(n)
+        for a, src in src_actors.items():
+            obj_err = np.maximum(obj_err, np.linalg.norm(states[-1]["actors"][a][:, :3] - src[rows, pos], axis=1))
+        max_tcp = np.where(advanced, np.maximum(max_tcp, tcp_err), max_tcp)
+        max_obj = np.where(advanced, np.maximum(max_obj, obj_err), max_obj)
+        strayed = advanced & (lost < 0) & ((tcp_err > limits.tcp_tolerance) | (obj_err > limits.object_tolerance))
+        lost = np.where(strayed, pos, lost)
 
-def _track_error(tr: _Track, tcp: np.ndarray, actors: dict[str, np.ndarray], limits: ConvertLimits) -> None:
-    """Compares the converted run with the source after source step tr.k."""
-    tcp_err = float(np.linalg.norm(tcp[:3] - tr.source_tcp[tr.k, :3]))
-    obj_err = max((float(np.linalg.norm(p - tr.ep.env_states["actors"][a][tr.k, :3])) for a, p in actors.items()), default=0.0)
-    tr.max_tcp, tr.max_obj = max(tr.max_tcp, tcp_err), max(tr.max_obj, obj_err)
-    if tr.lost_at is None and (tcp_err > limits.tcp_tolerance or obj_err > limits.object_tolerance):
-        tr.lost_at = tr.k
+        finished = active & (pos >= lengths) & (ok | (settled >= limits.settle_steps))
+        over = active & ~finished & (recorded >= max_len)
+        too_long |= over
+        finished |= over
+        done |= finished
+        if on_done and finished.any():
+            on_done(int(finished.sum()))
 
-
-def _result(tr: _Track, max_len: int) -> Converted:
-    ok = bool(tr.success[-1]) and not tr.why
-    if ok:
-        reason = "success"
-    else:
-        where = f"tracking lost at step {tr.lost_at}" if tr.lost_at is not None else "tracking kept"
-        why = tr.why or "no success at the end"
-        reason = f"{why} ({where}; max error TCP {tr.max_tcp * 100:.1f} cm, objects {tr.max_obj * 100:.1f} cm"
-        reason += f"; {tr.corrections} corrective steps)"
-    T = len(tr.actions)
-    ep = Episode(
-        actions=np.stack(tr.actions).astype(np.float32),
-        terminated=np.array(tr.success, bool) | np.array(tr.fail, bool),
-        truncated=np.arange(1, T + 1) >= max_len,
-        success=np.array(tr.success, bool),
-        fail=np.array(tr.fail, bool),
-        rewards=np.array(tr.rewards, np.float32),
-        env_states=_stack(tr.states),
-        obs=_stack(tr.obs) if tr.obs else None,
-        seed=tr.ep.seed,
-        reset_kwargs=dict(tr.ep.reset_kwargs),
-        info={**tr.ep.info, "corrective_steps": tr.corrections},
-    )
-    return Converted(ep, ok, reason, tr.lost_at, tr.max_tcp, tr.max_obj)
+    states_all = _stack_steps(states)  # (S + 1, N, ...)
+    obs_all = _stack_steps(obs_hist) if record_obs else None
+    steps = (np.stack(actions), np.stack(success), np.stack(fail), np.stack(rewards))  # (S, N, ...)
+    out = []
+    for i in range(k):
+        L = int(recorded[i])
+        act, suc, fal, rew = (x[:L, i] for x in steps)
+        good = bool(suc[-1]) and not too_long[i]
+        if good:
+            reason = "success"
+        else:
+            why = f"needs more than max_episode_steps ({max_len}) steps" if too_long[i] else "no success at the end"
+            where = f"tracking lost at step {lost[i]}" if lost[i] >= 0 else "tracking kept"
+            reason = (f"{why} ({where}; max error TCP {max_tcp[i] * 100:.1f} cm, objects {max_obj[i] * 100:.1f} cm; "
+                      f"{corrections[i]} corrective steps)")
+        e = episodes[i]
+        ep = Episode(
+            actions=act.astype(np.float32),
+            terminated=suc | fal,
+            truncated=np.arange(1, L + 1) >= max_len,
+            success=suc.copy(),
+            fail=fal.copy(),
+            rewards=rew.astype(np.float32),
+            env_states=_env_rows(states_all, i, L + 1),
+            obs=_env_rows(obs_all, i, L + 1) if record_obs else None,
+            seed=e.seed,
+            reset_kwargs=dict(e.reset_kwargs),
+            info={**e.info, "corrective_steps": int(corrections[i])},
+        )
+        out.append(Converted(ep, good, reason, int(lost[i]) if lost[i] >= 0 else None, float(max_tcp[i]), float(max_obj[i])))
+    return out
 
 
 __all__ = [
