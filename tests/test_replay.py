@@ -16,7 +16,7 @@ import torch
 
 from demos.generate import GenerateConfig, generate
 from envs.core.pose import axis_angle_to_quat, quat_angle, quat_mul
-from envs.modes import ControlMode
+from envs.modes import ControlMode, ObsMode
 from replay.cli import main
 from replay.control import (
     ConvertLimits,
@@ -29,7 +29,7 @@ from replay.control import (
 )
 from replay.convert import ConvertConfig, run
 from replay.ops import merge_files, split_file, subset_file
-from replay.trajectory import TrajectoryError, TrajectoryFile, TrajectoryWriter, read_meta
+from replay.trajectory import Episode, TrajectoryError, TrajectoryFile, TrajectoryWriter, read_meta
 from replay.verify import verify_file
 
 N_DEMOS = 4
@@ -314,3 +314,30 @@ def test_worker_processes_give_the_same_episodes(demos, tmp_path):
     for i in range(2):
         np.testing.assert_array_equal(a.episode(i).actions, b.episode(i).actions)
     assert [e["info"]["source_episode_id"] for e in b.episodes] == [0, 1]
+
+
+def test_nothing_converted_writes_nothing(demos, tmp_path, capsys):
+    bad = _copy(demos, tmp_path / "bad.h5")
+    with h5py.File(bad, "r+") as f:
+        f["traj_0/actions"][:, -1] = 1.0  # never grasps
+    before = sorted(p.name for p in tmp_path.iterdir())
+    assert main(["convert", str(bad), "--control", "pd_ee_delta_pose", "--count", "1", "--no-progress"]) == 1
+    captured = capsys.readouterr()
+    assert "episode 0: no success at the end" in captured.out and "nothing written" in captured.err
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
+
+
+def test_episodes_bring_their_own_geometry(demos, make):
+    from replay.convert import _make
+
+    cfg = ConvertConfig(file=demos, obs="state")
+    cfg.env_id = "PegInsertionSide-v1"  # only the env build is under test here
+    ep = TrajectoryFile(demos).episode(0, with_obs=False)
+    eps = [Episode(**{**vars(ep), "info": {"geometry_seed": s}}) for s in (7, 3)]
+    env = _make(cfg, ObsMode.NONE, eps)
+    try:
+        for k, s in enumerate((7, 3)):
+            one = make("PegInsertionSide-v1", num_envs=1, geometry_seed=[s]).unwrapped
+            assert torch.equal(env.unwrapped.peg_half_sizes[k], one.peg_half_sizes[0])
+    finally:
+        env.close()
