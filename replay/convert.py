@@ -257,7 +257,8 @@ def _run_batches(
             yield convert_episodes(cfg, b, on_done)
         return
     # fork: the workers start with this process's imports (torch, SAPIEN), which spawn would
-    # redo in each (2 s here); no env or PhysX system exists in this process to be inherited
+    # redo in each (2 s here). The `replay` command has made no env or PhysX system before this
+    # point, so the workers inherit none; each builds its own envs.
     with ProcessPoolExecutor(cfg.workers, mp_context=mp.get_context("fork"), initializer=_worker_init) as pool:
         for outcomes in pool.map(convert_episodes, [cfg] * len(batches), batches):
             if on_done:
