@@ -78,7 +78,7 @@ def _convert(args) -> int:
 
 
 def _split(args) -> int:
-    from replay.ops import split_file
+    from replay.subsets import split_file
 
     train, val, n_train, n_val = split_file(args.file, args.val, args.seed, args.out_dir)
     print(f"{train}: {n_train} episodes\n{val}: {n_val} episodes")
@@ -86,7 +86,7 @@ def _split(args) -> int:
 
 
 def _subset(args) -> int:
-    from replay.ops import subset_file
+    from replay.subsets import subset_file
 
     _check_out(args.out, [args.file])
     n = subset_file(args.file, args.out, args.count, args.success_only)

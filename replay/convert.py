@@ -18,6 +18,7 @@ renamed when complete; its sidecar records what it was converted from.
 
 from __future__ import annotations
 
+import json
 import math
 import multiprocessing as mp
 import time
@@ -126,17 +127,26 @@ class ConvertConfig:
         return kwargs
 
     def _check_lengths(self) -> None:
-        """The sidecar's episode lengths must be the HDF5 file's."""
+        """The JSON sidecar must describe the HDF5 file: the same episodes, the same lengths.
+        (A reader may rebuild the metadata from the HDF5 file's own marks; a conversion still
+        refuses a sidecar that disagrees with it, since one of the two is wrong.)"""
+        side = sidecar_path(self.file)
+        try:
+            listed = json.loads(side.read_text())["episodes"] if side.is_file() else self.meta["episodes"]
+            listed = [(int(e["episode_id"]), e.get("elapsed_steps")) for e in listed]
+        except (ValueError, KeyError, TypeError) as e:
+            raise TrajectoryError(f"{side}: unreadable episode list ({e})") from None
         with h5py.File(self.file, "r") as f:
-            for e in self.meta["episodes"]:
-                g = f[f"traj_{e['episode_id']}"]
-                if "actions" not in g or "env_states" not in g:
-                    raise TrajectoryError(f"{self.file}: traj_{e['episode_id']} lacks actions or env_states")
+            groups = sorted(k for k in f.keys() if k.startswith("traj_"))
+            if len(groups) != len(listed):
+                raise TrajectoryError(f"{self.file}: the HDF5 file holds {len(groups)} episodes, its sidecar lists {len(listed)}")
+            for eid, steps in listed:
+                g = f.get(f"traj_{eid}")
+                if g is None or "actions" not in g or "env_states" not in g:
+                    raise TrajectoryError(f"{self.file}: sidecar lists episode {eid}, which the HDF5 file lacks or holds incomplete")
                 n = g["actions"].shape[0]
-                if "elapsed_steps" in e and n != e["elapsed_steps"]:
-                    raise TrajectoryError(
-                        f"{self.file}: sidecar says episode {e['episode_id']} has {e['elapsed_steps']} steps, the HDF5 file {n}"
-                    )
+                if steps is not None and n != steps:
+                    raise TrajectoryError(f"{self.file}: sidecar says episode {eid} has {steps} steps, the HDF5 file {n}")
 
 
 @dataclass

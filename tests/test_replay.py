@@ -28,7 +28,8 @@ from replay.control import (
     saturate,
 )
 from replay.convert import ConvertConfig, run
-from replay.ops import merge_files, split_file, subset_file
+from replay.ops import merge_files
+from replay.subsets import split_file, subset_file
 from replay.trajectory import Episode, TrajectoryError, TrajectoryFile, TrajectoryWriter, read_meta
 from replay.verify import verify_file
 
