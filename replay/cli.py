@@ -1,11 +1,121 @@
-"""`replay`: trajectory conversion (lands with the replay issue)."""
+"""`replay`: convert, split and subset trajectory files.
 
+    replay convert FILE [--obs MODE] [--control MODE] [--out PATH] [--num-envs B] [--workers W]
+                   [--count K] [--use-env-states] [--allow-failure] [--cam-width W --cam-height H]
+                   [--overwrite]
+    replay split FILE --val 0.1 [--seed 0] [--out-dir DIR]
+    replay subset FILE OUT [--count K] [--success-only]
+    replay merge OUT IN [IN ...]
+
+Bad input (a missing or non-trajectory file, a sidecar that does not match its HDF5 file, an
+unknown mode or env id) gets one line on stderr, exit code 2, and nothing is written.
+"""
+
+from __future__ import annotations
+
+import argparse
 import sys
+from pathlib import Path
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="replay", description="Convert, split and subset trajectory files.")
+    sub = p.add_subparsers(dest="command", required=True)
+    c = sub.add_parser("convert", help="the same episodes in another obs and/or control mode")
+    c.add_argument("file", type=Path, help="input trajectory .h5 (never modified)")
+    c.add_argument("--obs", help="obs mode: none, state, state_dict, rgb, depth, rgbd, pointcloud, segmentation (default: the input's)")
+    c.add_argument("--control", help="control mode: pd_joint_pos, pd_joint_delta_pos, pd_ee_delta_pos, pd_ee_delta_pose, pd_ee_pose (default: the input's)")
+    c.add_argument("--out", type=Path, help="output .h5 (default: FILE's name + .OBS.CONTROL.h5, beside it)")
+    c.add_argument("--num-envs", type=int, help="episodes converted at once in one batched env (default 64; 16 for camera modes)")
+    c.add_argument("--workers", type=int, default=1, help="worker processes, each converting batches (default 1)")
+    c.add_argument("--count", type=int, help="convert only the first K episodes")
+    c.add_argument("--use-env-states", action="store_true", help="obs-only conversion: trust the recorded states, skip checking that the actions replay to success")
+    c.add_argument("--allow-failure", action="store_true", help="also write episodes whose conversion failed (marked unsuccessful)")
+    c.add_argument("--cam-width", type=int, help="camera image width (camera obs modes)")
+    c.add_argument("--cam-height", type=int, help="camera image height (camera obs modes)")
+    c.add_argument("--overwrite", action="store_true", help="replace an existing output")
+    c.add_argument("--no-progress", action="store_true", help="no progress bar")
+    s = sub.add_parser("split", help="episode-level train/val files FILE.train.h5 and FILE.val.h5")
+    s.add_argument("file", type=Path)
+    s.add_argument("--val", type=float, required=True, help="fraction of episodes for validation, e.g. 0.1")
+    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--out-dir", type=Path, help="where to write (default: beside FILE)")
+    b = sub.add_parser("subset", help="the first K episodes, or the successful ones, into OUT")
+    b.add_argument("file", type=Path)
+    b.add_argument("out", type=Path)
+    b.add_argument("--count", type=int)
+    b.add_argument("--success-only", action="store_true")
+    m = sub.add_parser("merge", help="join files of one task and control mode, renumbering episodes")
+    m.add_argument("out", type=Path)
+    m.add_argument("inputs", type=Path, nargs="+")
+    return p
+
+
+def _convert(args) -> int:
+    import torch
+
+    torch.set_num_threads(1)  # the env's torch work is small; a second thread only spins (docs/PERFORMANCE.md)
+    from tqdm import tqdm
+
+    from replay.convert import ConvertConfig, run
+
+    cfg = ConvertConfig(
+        file=args.file, obs=args.obs, control=args.control, out=args.out, num_envs=args.num_envs,
+        workers=args.workers, count=args.count, use_env_states=args.use_env_states,
+        allow_failure=args.allow_failure, cam_width=args.cam_width, cam_height=args.cam_height,
+        overwrite=args.overwrite,
+    )
+    what = f"{cfg.env_id} {cfg.source_obs.value}/{cfg.source_control.value} -> {cfg.obs_mode.value}/{cfg.control_mode.value}"
+    bar = tqdm(total=len(cfg.episode_ids), unit="ep", desc=what, dynamic_ncols=True, disable=args.no_progress)
+    report = run(cfg, bar.update)
+    bar.close()
+    for line in report.lines():
+        print(line)
+    if report.out is None:
+        print("error: no episode converted: nothing written", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _split(args) -> int:
+    from replay.subsets import split_file
+
+    train, val, n_train, n_val = split_file(args.file, args.val, args.seed, args.out_dir)
+    print(f"{train}: {n_train} episodes\n{val}: {n_val} episodes")
+    return 0
+
+
+def _subset(args) -> int:
+    from replay.subsets import subset_file
+
+    _check_out(args.out, [args.file])
+    n = subset_file(args.file, args.out, args.count, args.success_only)
+    print(f"{args.out}: {n} episodes")
+    return 0
+
+
+def _merge(args) -> int:
+    from replay.ops import merge_files
+
+    _check_out(args.out, args.inputs)
+    n = merge_files(args.inputs, args.out)
+    print(f"{args.out}: {n} episodes from {len(args.inputs)} files")
+    return 0
+
+
+def _check_out(out: Path, inputs: list[Path]) -> None:
+    if out.resolve() in {p.resolve() for p in inputs}:
+        raise ValueError("the output must not be one of the inputs")
 
 
 def main(argv: list[str] | None = None) -> int:
-    print("error: `replay` has no commands yet: trajectory conversion is not built yet", file=sys.stderr)
-    return 2
+    args = _parser().parse_args(argv)
+    commands = {"convert": _convert, "split": _split, "subset": _subset, "merge": _merge}
+    try:
+        return commands[args.command](args)
+    except (ValueError, OSError, RuntimeError) as e:  # TrajectoryError is a ValueError
+        print(f"error: {e}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

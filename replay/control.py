@@ -1,0 +1,303 @@
+"""Control-mode conversion: one pure function per target mode, plus the batched closed loop.
+
+Every position-type source mode (pd_joint_pos, pd_joint_delta_pos, the ee modes) leaves its
+intent in the recorded state: the arm's drive targets after step t are where step t sent the
+arm. So any source trajectory gives one *reference*, the arm joint targets after each step,
+(T, n_arm), and converting is, per step, "which action of the target mode moves the controller
+from its current joint targets to the reference's next ones". The functions below answer that,
+one per target mode, with no env and no state of their own:
+
+    joint_pos_action(current_q, reference_q)            -> pd_joint_pos
+    joint_delta_pos_action(current_q, reference_q, s)   -> pd_joint_delta_pos
+    ee_delta_pos_action(current_tcp, reference_tcp, s)  -> pd_ee_delta_pos
+    ee_delta_pose_action(current_tcp, reference_tcp, s) -> pd_ee_delta_pose
+    ee_pose_action(reference_tcp)                       -> pd_ee_pose
+
+Joint functions take (N, n_arm) joint targets; ee functions take (N, 7) root-frame TCP poses
+(xyz + wxyz quaternion), which is what the ee controllers read and write. They return the arm
+part of the action *unbounded*; `saturate` scales a delta action back into [-1, 1] (keeping its
+direction) and says which rows it had to shrink.
+
+`convert_batch` runs this closed loop in a batched env: each step it reads the controller's
+current joint targets (the state the ee controllers step from), computes the action towards the
+reference's next targets, and steps. A saturated step does not advance along the reference: the
+next step aims at the same reference point again (a corrective step), at most `max_corrections`
+times per episode. The gripper dim is copied from the source action.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+import torch
+
+from envs.core.pose import pose_mul, quat_conj, quat_mul, quat_to_axis_angle
+from envs.modes import ControlMode
+from replay.trajectory import Episode
+
+# ---- one pure function per target mode ------------------------------------------------------
+
+
+def joint_pos_action(current_q: torch.Tensor, reference_q: torch.Tensor) -> torch.Tensor:
+    """pd_joint_pos: the reference targets themselves. (N, n) -> (N, n)"""
+    return reference_q.clone()
+
+
+def joint_delta_pos_action(current_q: torch.Tensor, reference_q: torch.Tensor, scale: float) -> torch.Tensor:
+    """pd_joint_delta_pos: the joint step in units of `scale` rad. (N, n) -> (N, n)"""
+    return (reference_q - current_q) / scale
+
+
+def ee_delta_pos_action(current_tcp: torch.Tensor, reference_tcp: torch.Tensor, scale: float) -> torch.Tensor:
+    """pd_ee_delta_pos: root-frame TCP translation in units of `scale` m. (N, 7) -> (N, 3)"""
+    return (reference_tcp[:, :3] - current_tcp[:, :3]) / scale
+
+
+def ee_delta_pose_action(
+    current_tcp: torch.Tensor, reference_tcp: torch.Tensor, pos_scale: float, rot_scale: float
+) -> torch.Tensor:
+    """pd_ee_delta_pose: translation (units of pos_scale m) then the rotation vector, root-frame
+    axes, that turns the current TCP orientation into the reference's (units of rot_scale rad).
+    (N, 7) -> (N, 6)"""
+    rot = quat_to_axis_angle(quat_mul(reference_tcp[:, 3:], quat_conj(current_tcp[:, 3:])))
+    return torch.cat(((reference_tcp[:, :3] - current_tcp[:, :3]) / pos_scale, rot / rot_scale), 1)
+
+
+def ee_pose_action(reference_tcp: torch.Tensor) -> torch.Tensor:
+    """pd_ee_pose: the reference TCP pose as position + rotation vector. (N, 7) -> (N, 6)"""
+    return torch.cat((reference_tcp[:, :3], quat_to_axis_angle(reference_tcp[:, 3:])), 1)
+
+
+def saturate(arm_action: torch.Tensor, mode: ControlMode) -> tuple[torch.Tensor, torch.Tensor]:
+    """(bounded action, (N,) bool: rows that had to be shrunk). Delta modes scale each part
+    (translation, rotation, joint step) back into [-1, 1] keeping its direction; absolute modes
+    are never saturated here (the controller clips them to its own bounds)."""
+    if mode not in DELTA_MODES:
+        return arm_action, torch.zeros(arm_action.shape[0], dtype=torch.bool)
+    parts = arm_action.split(3, 1) if mode is not ControlMode.PD_JOINT_DELTA_POS else (arm_action,)
+    out, hit = [], torch.zeros(arm_action.shape[0], dtype=torch.bool)
+    for p in parts:
+        peak = p.abs().max(1, keepdim=True).values
+        over = peak[:, 0] > 1.0 + 1e-6
+        hit |= over
+        out.append(torch.where(over[:, None], p / peak.clamp_min(1e-12), p))
+    return torch.cat(out, 1), hit
+
+
+DELTA_MODES = (ControlMode.PD_JOINT_DELTA_POS, ControlMode.PD_EE_DELTA_POS, ControlMode.PD_EE_DELTA_POSE)
+CONVERTIBLE = (
+    ControlMode.PD_JOINT_POS,
+    ControlMode.PD_JOINT_DELTA_POS,
+    ControlMode.PD_EE_DELTA_POS,
+    ControlMode.PD_EE_DELTA_POSE,
+    ControlMode.PD_EE_POSE,
+)
+
+
+def action_function(mode: ControlMode, agent) -> Callable[[torch.Tensor, torch.Tensor], torch.Tensor]:
+    """(current arm targets, reference arm targets) -> unbounded arm action of `mode`, for one
+    robot (its kinematics and action scales)."""
+    spec, fk = agent.spec, agent.kinematics.tcp_pose
+    table = {
+        ControlMode.PD_JOINT_POS: lambda q, r: joint_pos_action(q, r),
+        ControlMode.PD_JOINT_DELTA_POS: lambda q, r: joint_delta_pos_action(q, r, spec.joint_delta),
+        ControlMode.PD_EE_DELTA_POS: lambda q, r: ee_delta_pos_action(fk(q), fk(r), spec.ee_delta_pos),
+        ControlMode.PD_EE_DELTA_POSE: lambda q, r: ee_delta_pose_action(fk(q), fk(r), spec.ee_delta_pos, spec.ee_delta_rot),
+        ControlMode.PD_EE_POSE: lambda q, r: ee_pose_action(fk(r)),
+    }
+    return table[mode]
+
+
+# ---- the batched closed loop ------------------------------------------------------------------
+
+
+@dataclass
+class ConvertLimits:
+    """Bounds on how far a converted episode may stray from its source."""
+
+    max_corrections: int = 20  # extra steps per episode where a saturated action re-aims
+    settle_steps: int = 10  # hold steps after the source's end while waiting for success
+    tcp_tolerance: float = 0.01  # m: TCP further than this from the source's = tracking lost
+    object_tolerance: float = 0.02  # m: any object further than this from the source's
+
+    def __post_init__(self) -> None:
+        if self.max_corrections < 0 or self.settle_steps < 0:
+            raise ValueError("max_corrections and settle_steps must be >= 0")
+        if self.tcp_tolerance <= 0 or self.object_tolerance <= 0:
+            raise ValueError("tcp_tolerance and object_tolerance must be > 0")
+
+
+@dataclass
+class Converted:
+    """One episode's conversion: the new episode (also when it failed) and why it failed."""
+
+    episode: Episode
+    success: bool
+    reason: str  # "success" or why not
+    lost_at: int | None  # first source step where tracking was lost, None if never
+    max_tcp_error: float
+    max_object_error: float
+
+
+def reference_targets(episode: Episode, agent_name: str, arm: list[int], dof: int) -> np.ndarray:
+    """(T + 1, n_arm) arm drive targets recorded after each step (row 0: the initial ones)."""
+    art = episode.env_states["articulations"][agent_name]  # (T + 1, 13 + 3 dof)
+    return art[:, 13 + 2 * dof : 13 + 3 * dof][:, arm]
+
+
+def _to_numpy(tree):
+    return {k: _to_numpy(v) for k, v in tree.items()} if isinstance(tree, dict) else tree.numpy()
+
+
+def _stack_steps(history: list):
+    """A list of per-step trees of (N, ...) arrays -> one tree of (S, N, ...) arrays."""
+    if isinstance(history[0], dict):
+        return {k: _stack_steps([h[k] for h in history]) for k in history[0]}
+    return np.stack(history)
+
+
+def _env_rows(tree, i: int, steps: int):
+    """Env i's first `steps` rows of a tree of (S, N, ...) arrays."""
+    if isinstance(tree, dict):
+        return {k: _env_rows(v, i, steps) for k, v in tree.items()}
+    return tree[:steps, i].copy()
+
+
+def _padded(rows: list[np.ndarray]) -> np.ndarray:
+    """Per-episode (T_i, ...) arrays -> (N, max T_i, ...), each repeating its last row."""
+    longest = max(len(r) for r in rows)
+    return np.stack([np.concatenate((r, np.repeat(r[-1:], longest - len(r), 0))) for r in rows])
+
+
+def convert_batch(
+    env,
+    episodes: list[Episode],
+    mode: ControlMode,
+    limits: ConvertLimits,
+    record_obs: bool = False,
+    on_done: Callable[[int], None] | None = None,
+) -> list[Converted]:
+    """Converts len(episodes) <= num_envs episodes at once in `env` (built in the target control
+    mode). Episodes that finish early hold still until the batch ends; their recorded steps are
+    their own. With record_obs, the env's observations (a state obs mode: no rendering) are
+    kept as the episodes' obs. `on_done(n)` is called as episodes finish."""
+    base = env.unwrapped
+    agent = base.agent
+    n, k = base.num_envs, len(episodes)
+    padded = episodes + [episodes[-1]] * (n - k)
+    base.reset(seed=[e.seed for e in padded])
+    base.set_state_dict(
+        {g: {name: torch.from_numpy(np.stack([e.env_states[g][name][0] for e in padded])) for name in padded[0].env_states[g]}
+         for g in padded[0].env_states}
+    )
+    dof, name, rows = agent.dof, agent.name, np.arange(n)
+    lengths = np.array([e.length for e in padded])
+    refs = _padded([reference_targets(e, name, agent.arm, dof) for e in padded])  # (N, T + 1, n_arm)
+    grips = _padded([e.actions[:, -1] for e in padded])  # (N, T) source gripper actions
+    q = torch.from_numpy(_padded([e.env_states["articulations"][name][:, 13 : 13 + dof] for e in padded])).double()
+    root = agent.root_pose.double()[:, None].expand(n, q.shape[1], 7)
+    src_tcp = pose_mul(root, agent.kinematics.tcp_pose(q[..., agent.arm].reshape(-1, len(agent.arm))).reshape(n, -1, 7))
+    src_tcp = src_tcp[..., :3].float().numpy()  # (N, T + 1, 3) env frame
+    src_actors = {a: _padded([e.env_states["actors"][a][:, :3] for e in padded]) for a in padded[0].env_states["actors"]}
+    act_fn = action_function(mode, agent)
+
+    states = [_to_numpy(base.get_state_dict())]
+    obs_hist = [_to_numpy(base.get_obs(base.evaluate()))] if record_obs else []
+    actions, success, fail, rewards = [], [], [], []
+    pos = np.zeros(n, int)  # the next source action to imitate
+    corrections, settled, recorded = np.zeros(n, int), np.zeros(n, int), np.zeros(n, int)
+    lost = np.full(n, -1)
+    max_tcp, max_obj = np.zeros(n), np.zeros(n)
+    done = np.arange(n) >= k  # padding envs never record
+    too_long = np.zeros(n, bool)
+    max_len = base.max_episode_steps
+    while not done.all():
+        cur = agent.targets[:, agent.arm].double()  # (N, n_arm)
+        ref = torch.from_numpy(refs[rows, np.minimum(pos + 1, lengths)]).double()
+        arm, hit = saturate(act_fn(cur, ref).float(), mode)
+        grip = torch.from_numpy(grips[rows, np.minimum(pos, lengths - 1)]).float()[:, None]
+        action = torch.cat((arm, grip), 1)
+        obs, reward, _, _, info = base.step(action)
+        states.append(_to_numpy(base.get_state_dict()))
+        if record_obs:
+            obs_hist.append(_to_numpy(obs))
+        actions.append(action.numpy())
+        ok = info["success"].numpy()
+        success.append(ok)
+        fail.append(info["fail"].numpy())
+        rewards.append(reward.numpy())
+
+        active = ~done
+        recorded += active
+        following = active & (pos < lengths)
+        correcting = following & hit.numpy() & (corrections < limits.max_corrections)
+        corrections += correcting
+        advanced = following & ~correcting
+        pos += advanced
+        settled += active & ~following
+        # how far the converted run is from the source where it advanced
+        tcp_err = np.linalg.norm(agent.tcp_pose[:, :3].numpy() - src_tcp[rows, pos], axis=1)
+        obj_err = np.zeros(n)
+        for a, src in src_actors.items():
+            obj_err = np.maximum(obj_err, np.linalg.norm(states[-1]["actors"][a][:, :3] - src[rows, pos], axis=1))
+        max_tcp = np.where(advanced, np.maximum(max_tcp, tcp_err), max_tcp)
+        max_obj = np.where(advanced, np.maximum(max_obj, obj_err), max_obj)
+        strayed = advanced & (lost < 0) & ((tcp_err > limits.tcp_tolerance) | (obj_err > limits.object_tolerance))
+        lost = np.where(strayed, pos, lost)
+
+        finished = active & (pos >= lengths) & (ok | (settled >= limits.settle_steps))
+        over = active & ~finished & (recorded >= max_len)
+        too_long |= over
+        finished |= over
+        done |= finished
+        if on_done and finished.any():
+            on_done(int(finished.sum()))
+
+    states_all = _stack_steps(states)  # (S + 1, N, ...)
+    obs_all = _stack_steps(obs_hist) if record_obs else None
+    steps = (np.stack(actions), np.stack(success), np.stack(fail), np.stack(rewards))  # (S, N, ...)
+    out = []
+    for i in range(k):
+        L = int(recorded[i])
+        act, suc, fal, rew = (x[:L, i] for x in steps)
+        good = bool(suc[-1]) and not too_long[i]
+        if good:
+            reason = "success"
+        else:
+            why = f"needs more than max_episode_steps ({max_len}) steps" if too_long[i] else "no success at the end"
+            where = f"tracking lost at step {lost[i]}" if lost[i] >= 0 else "tracking kept"
+            reason = (f"{why} ({where}; max error TCP {max_tcp[i] * 100:.1f} cm, objects {max_obj[i] * 100:.1f} cm; "
+                      f"{corrections[i]} corrective steps)")
+        e = episodes[i]
+        ep = Episode(
+            actions=act.astype(np.float32),
+            terminated=suc | fal,
+            truncated=np.arange(1, L + 1) >= max_len,
+            success=suc.copy(),
+            fail=fal.copy(),
+            rewards=rew.astype(np.float32),
+            env_states=_env_rows(states_all, i, L + 1),
+            obs=_env_rows(obs_all, i, L + 1) if record_obs else None,
+            seed=e.seed,
+            reset_kwargs=dict(e.reset_kwargs),
+            info={**e.info, "corrective_steps": int(corrections[i])},
+        )
+        out.append(Converted(ep, good, reason, int(lost[i]) if lost[i] >= 0 else None, float(max_tcp[i]), float(max_obj[i])))
+    return out
+
+
+__all__ = [
+    "CONVERTIBLE",
+    "ConvertLimits",
+    "Converted",
+    "convert_batch",
+    "ee_delta_pos_action",
+    "ee_delta_pose_action",
+    "ee_pose_action",
+    "joint_delta_pos_action",
+    "joint_pos_action",
+    "reference_targets",
+    "saturate",
+]

@@ -1,0 +1,335 @@
+"""`replay convert`: a trajectory file in another observation and/or control mode.
+
+Pipeline, per batch of B episodes (in this process, or spread over W worker processes):
+
+1. control conversion (when the control mode changes): the closed loop of replay/control.py in
+   a batched env of the target mode. An episode whose converted run ends without success
+   failed; the run only feeds the controller actions computed from its own drive targets, so
+   it *is* the open-loop replay of the stored actions from the recorded initial state.
+2. otherwise, unless `use_env_states`: the recorded actions are replayed open loop from the
+   initial state (replay/check.py); an episode that does not reproduce its success failed, and
+   the report names the step where the replay left the recorded states.
+3. observations (when an obs mode other than none is asked for): every state of the
+   (converted) episode is restored and observed (replay/observe.py).
+
+The input is never opened for writing. The output is written under a temporary name and
+renamed when complete; its sidecar records what it was converted from.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import multiprocessing as mp
+import time
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+import h5py
+
+from envs.core.registry import check_env_id
+from envs.modes import ControlMode, ObsMode, parse_mode
+from replay.control import CONVERTIBLE, ConvertLimits
+from replay.observe import OBS_UNITS
+from replay.trajectory import TrajectoryError, TrajectoryWriter, read_meta, sidecar_path
+
+POSITION_SOURCES = CONVERTIBLE  # modes whose drive targets are a position reference
+
+
+@dataclass
+class ConvertConfig:
+    file: Path
+    obs: str | None = None  # default: the source's obs mode
+    control: str | None = None  # default: the source's control mode
+    out: Path | None = None  # default: beside the input, named by obs and control mode
+    num_envs: int | None = None  # episodes per batch (default 64, 16 for camera modes)
+    workers: int = 1
+    count: int | None = None  # the first `count` episodes only
+    use_env_states: bool = False
+    allow_failure: bool = False
+    cam_width: int | None = None
+    cam_height: int | None = None
+    overwrite: bool = False
+    limits: ConvertLimits = field(default_factory=ConvertLimits)
+
+    def __post_init__(self) -> None:
+        self.file = Path(self.file)
+        self.meta = read_meta(self.file)  # TrajectoryError: missing, not a trajectory, sidecar mismatch
+        info = self.meta["env_info"]
+        self.env_id = check_env_id(info["env_id"])
+        kwargs = info.get("env_kwargs", {})
+        self.source_obs = parse_mode(ObsMode, kwargs.get("obs_mode", "none"), "obs mode")
+        self.source_control = parse_mode(ControlMode, kwargs.get("control_mode", "pd_joint_pos"), "control mode")
+        self.obs_mode = parse_mode(ObsMode, self.obs if self.obs is not None else self.source_obs.value, "obs mode")
+        self.control_mode = parse_mode(
+            ControlMode, self.control if self.control is not None else self.source_control.value, "control mode"
+        )
+        if self.converts_control:
+            if self.control_mode not in CONVERTIBLE:
+                allowed = ", ".join(m.value for m in CONVERTIBLE)
+                raise ValueError(f"cannot convert to {self.control_mode.value}; control modes to convert to: {allowed}")
+            if self.source_control not in POSITION_SOURCES:
+                raise ValueError(f"cannot convert from {self.source_control.value}: its drive targets are no position reference")
+            if isinstance(kwargs.get("robot_uids", "panda"), (list, tuple)):
+                raise ValueError("control conversion supports single-robot tasks only")
+            if self.use_env_states:
+                raise ValueError("--use-env-states applies to observation-only conversion (a control conversion replays its actions)")
+        if self.num_envs is None:
+            self.num_envs = 16 if self.obs_mode.visual else 64
+        if self.num_envs < 1 or self.workers < 1:
+            raise ValueError("--num-envs and --workers must be >= 1")
+        if self.count is not None and self.count < 1:
+            raise ValueError(f"--count must be >= 1, got {self.count}")
+        if (self.cam_width is None) != (self.cam_height is None):
+            raise ValueError("give both --cam-width and --cam-height")
+        if self.cam_width is not None:
+            if not self.obs_mode.visual:
+                raise ValueError("--cam-width/--cam-height need a camera obs mode (rgb, depth, rgbd, pointcloud, segmentation)")
+            if self.cam_width < 1 or self.cam_height < 1:
+                raise ValueError("--cam-width and --cam-height must be >= 1")
+        if not self.converts_control and self.obs_mode is self.source_obs and self.cam_width is None:
+            raise ValueError(f"nothing to convert: {self.file} is already {self.obs_mode.value} / {self.control_mode.value}")
+        self._check_lengths()
+        if self.out is None:
+            self.out = self.file.with_name(f"{self.file.stem}.{self.obs_mode.value}.{self.control_mode.value}.h5")
+        self.out = Path(self.out)
+        if self.out.resolve() == self.file.resolve():
+            raise ValueError("the output must not be the input")
+        if self.out.exists() and not self.overwrite:
+            raise ValueError(f"{self.out} exists: pass --overwrite to replace it")
+        if not self.out.parent.is_dir():
+            raise ValueError(f"{self.out.parent}: no such directory")
+
+    @property
+    def converts_control(self) -> bool:
+        return self.control_mode is not self.source_control
+
+    @property
+    def episode_ids(self) -> list[int]:
+        ids = [e["episode_id"] for e in self.meta["episodes"]]
+        return ids[: self.count] if self.count is not None else ids
+
+    @property
+    def sensor_configs(self) -> dict[str, Any] | None:
+        base = dict(self.meta["env_info"]["env_kwargs"].get("sensor_configs") or {})
+        if self.cam_width is not None:
+            base.update(width=self.cam_width, height=self.cam_height)
+        return base or None
+
+    def env_kwargs(self, obs_mode: ObsMode) -> dict[str, Any]:
+        """gym.make kwargs of an env in the output's control mode and `obs_mode`."""
+        kwargs = {k: v for k, v in self.meta["env_info"]["env_kwargs"].items() if k != "sensor_configs"}
+        kwargs.update(obs_mode=obs_mode.value, control_mode=self.control_mode.value)
+        if obs_mode.visual and self.sensor_configs:
+            kwargs["sensor_configs"] = self.sensor_configs
+        return kwargs
+
+    def _check_lengths(self) -> None:
+        """The JSON sidecar must describe the HDF5 file: the same episodes, the same lengths.
+        (A reader may rebuild the metadata from the HDF5 file's own marks; a conversion still
+        refuses a sidecar that disagrees with it, since one of the two is wrong.)"""
+        side = sidecar_path(self.file)
+        try:
+            listed = json.loads(side.read_text())["episodes"] if side.is_file() else self.meta["episodes"]
+            listed = [(int(e["episode_id"]), e.get("elapsed_steps")) for e in listed]
+        except (ValueError, KeyError, TypeError) as e:
+            raise TrajectoryError(f"{side}: unreadable episode list ({e})") from None
+        with h5py.File(self.file, "r") as f:
+            groups = sorted(k for k in f.keys() if k.startswith("traj_"))
+            if len(groups) != len(listed):
+                raise TrajectoryError(f"{self.file}: the HDF5 file holds {len(groups)} episodes, its sidecar lists {len(listed)}")
+            for eid, steps in listed:
+                g = f.get(f"traj_{eid}")
+                if g is None or "actions" not in g or "env_states" not in g:
+                    raise TrajectoryError(f"{self.file}: sidecar lists episode {eid}, which the HDF5 file lacks or holds incomplete")
+                n = g["actions"].shape[0]
+                if steps is not None and n != steps:
+                    raise TrajectoryError(f"{self.file}: sidecar says episode {eid} has {steps} steps, the HDF5 file {n}")
+
+
+@dataclass
+class Outcome:
+    source_id: int
+    ok: bool
+    reason: str
+    episode: Any  # replay.trajectory.Episode
+
+
+@dataclass
+class Report:
+    out: Path | None
+    converted: int
+    total: int
+    failed: list[tuple[int, str]]  # (source episode id, why)
+    seconds: float
+    bytes: int
+
+    def lines(self) -> list[str]:
+        rate = self.converted / max(self.total, 1)
+        head = f"converted {self.converted}/{self.total} episodes ({rate:.1%}) in {self.seconds:.1f} s"
+        out = [head + (f" -> {self.out} ({self.bytes / max(self.converted, 1) / 1024:.0f} KB per episode)" if self.out else "")]
+        if self.failed:
+            out.append(f"failed {len(self.failed)}:")
+            out.extend(f"  episode {i}: {why}" for i, why in self.failed)
+        return out
+
+
+def convert_episodes(cfg: ConvertConfig, ids: list[int], on_done: Callable[[int], None] | None = None) -> list[Outcome]:
+    """One batch: converts the source episodes `ids` (len <= cfg.num_envs) in this process;
+    `on_done(n)` is told as episodes finish their last phase."""
+    from replay.check import check_replay
+    from replay.control import convert_batch
+    from replay.observe import observe_batch, with_obs
+    from replay.trajectory import TrajectoryFile
+
+    src = TrajectoryFile(cfg.file)
+    try:
+        episodes = [src.episode(i, with_obs=False) for i in ids]
+    finally:
+        src.close()
+    if cfg.converts_control:
+        record = not cfg.obs_mode.visual  # state obs modes come with the steps; camera modes render after
+        env = _make(cfg, cfg.obs_mode if record else ObsMode.NONE, episodes)
+        try:
+            results = convert_batch(
+                env, episodes, cfg.control_mode, cfg.limits,
+                record_obs=record and cfg.obs_mode is not ObsMode.NONE, on_done=on_done if record else None,
+            )
+        finally:
+            env.close()
+        outcomes = [Outcome(i, r.success, r.reason, r.episode) for i, r in zip(ids, results)]
+        if record:
+            return outcomes
+    elif cfg.use_env_states:
+        outcomes = [Outcome(i, True, "states used as recorded", e) for i, e in zip(ids, episodes)]
+    else:
+        env = _make(cfg, ObsMode.NONE, episodes)
+        try:
+            checked = check_replay(env, episodes, cfg.limits)
+        finally:
+            env.close()
+        outcomes = [Outcome(i, good, why, e) for i, (good, why), e in zip(ids, checked, episodes)]
+    keep = [o for o in outcomes if o.ok or cfg.allow_failure]
+    if on_done and len(keep) < len(outcomes):
+        on_done(len(outcomes) - len(keep))  # dropped: nothing more to do for them
+    if keep and cfg.obs_mode is ObsMode.NONE:
+        for o in keep:
+            o.episode = with_obs(o.episode, None, cfg.obs_mode)
+        if on_done:
+            on_done(len(keep))
+    elif keep:
+        env = _make(cfg, cfg.obs_mode, [o.episode for o in keep])
+        try:
+            obs = observe_batch(env, [o.episode for o in keep], on_done)
+        finally:
+            env.close()
+        for o, ob in zip(keep, obs):
+            o.episode = with_obs(o.episode, ob, cfg.obs_mode)
+    return outcomes
+
+
+def _make(cfg: ConvertConfig, obs_mode: ObsMode, episodes: list):
+    """A batched env with one env per episode. A task that draws geometry per env when it is
+    built (PegInsertionSide's `geometry_seed`) gets each episode's own: the generator records it
+    as one-env kwargs in reset_kwargs["env_kwargs"] (docs/FORMAT.md), e.g. {"geometry_seed": [g]}."""
+    import gymnasium as gym
+
+    import envs  # noqa: F401  (registers)
+
+    kwargs = cfg.env_kwargs(obs_mode)
+    per_env = [e.reset_kwargs.get("env_kwargs", {}) for e in episodes]
+    for key in sorted({k for kw in per_env for k in kw}):
+        if not all(key in kw for kw in per_env):
+            raise ValueError(f"episodes {[e.seed for e in episodes]} disagree on whether they record env kwarg {key!r}")
+        kwargs[key] = [v for kw in per_env for v in kw[key]]
+    return gym.make(cfg.env_id, num_envs=len(episodes), **kwargs)
+
+
+def _worker_init() -> None:
+    import torch
+
+    torch.set_num_threads(1)
+
+
+def _batches(ids: list[int], size: int) -> list[list[int]]:
+    return [ids[i : i + size] for i in range(0, len(ids), size)]
+
+
+def _run_batches(
+    cfg: ConvertConfig, batches: list[list[int]], on_done: Callable[[int], None] | None
+) -> Iterator[list[Outcome]]:
+    """Yields each batch's outcomes, in batch order; in this process `on_done` hears of each
+    finished episode, from workers of each finished batch."""
+    if cfg.workers == 1:
+        for b in batches:
+            yield convert_episodes(cfg, b, on_done)
+        return
+    # fork: the workers start with this process's imports (torch, SAPIEN), which spawn would
+    # redo in each (2 s here). The `replay` command has made no env or PhysX system before this
+    # point, so the workers inherit none; each builds its own envs.
+    with ProcessPoolExecutor(cfg.workers, mp_context=mp.get_context("fork"), initializer=_worker_init) as pool:
+        for outcomes in pool.map(convert_episodes, [cfg] * len(batches), batches):
+            if on_done:
+                on_done(len(outcomes))
+            yield outcomes
+
+
+def run(cfg: ConvertConfig, on_done: Callable[[int], None] | None = None) -> Report:
+    """Converts cfg.episode_ids into cfg.out; `on_done(n)` is called as n more episodes finish."""
+    start = time.perf_counter()
+    ids = cfg.episode_ids
+    size = min(cfg.num_envs, math.ceil(len(ids) / cfg.workers)) if ids else 1
+    meta = _output_meta(cfg)
+    tmp = cfg.out.with_name(cfg.out.stem + ".part.h5")
+    failed: list[tuple[int, str]] = []
+    written = converted = 0
+    try:
+        with TrajectoryWriter(tmp, meta) as writer:
+            for outcomes in _run_batches(cfg, _batches(ids, size), on_done):
+                for o in outcomes:
+                    converted += o.ok
+                    if not o.ok:
+                        failed.append((o.source_id, o.reason))
+                    if o.ok or cfg.allow_failure:
+                        o.episode.info = {**o.episode.info, "source_episode_id": o.source_id, "convert": o.reason}
+                        writer.add(o.episode, cfg.control_mode.value)
+                        written += 1
+        if written == 0:
+            raise _NothingConverted()
+        tmp.replace(cfg.out)
+        sidecar_path(tmp).replace(sidecar_path(cfg.out))
+        size_bytes = cfg.out.stat().st_size
+        out = cfg.out
+    except _NothingConverted:
+        out, size_bytes = None, 0
+    finally:
+        for p in (tmp, sidecar_path(tmp), sidecar_path(tmp).with_name(sidecar_path(tmp).name + ".tmp")):
+            p.unlink(missing_ok=True)
+    return Report(out, converted, len(ids), failed, time.perf_counter() - start, size_bytes)
+
+
+class _NothingConverted(Exception):
+    pass
+
+
+def _output_meta(cfg: ConvertConfig) -> dict[str, Any]:
+    src = cfg.meta
+    env_info = dict(src["env_info"])
+    env_info["env_kwargs"] = cfg.env_kwargs(cfg.obs_mode)
+    meta = {k: v for k, v in src.items() if k not in ("episodes", "format_version", "env_info")}
+    meta["env_info"] = env_info
+    meta["conversion"] = {
+        "source_file": str(cfg.file),
+        "source_obs_mode": cfg.source_obs.value,
+        "source_control_mode": cfg.source_control.value,
+        "obs_mode": cfg.obs_mode.value,
+        "control_mode": cfg.control_mode.value,
+        "use_env_states": cfg.use_env_states,
+        "allow_failure": cfg.allow_failure,
+        "limits": vars(cfg.limits),
+    }
+    if cfg.obs_mode.visual:
+        meta["obs_info"] = {"units": OBS_UNITS, "depth_unit": "mm", "depth_dtype": "int16"}
+    return meta

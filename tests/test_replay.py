@@ -1,0 +1,344 @@
+"""replay: conversion between obs and control modes, split/subset/merge, bad input.
+
+The data is made here: a handful of PickCube demonstrations from the demos generator."""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+from pathlib import Path
+
+import h5py
+import numpy as np
+import pytest
+import torch
+
+from demos.generate import GenerateConfig, generate
+from envs.core.pose import axis_angle_to_quat, quat_angle, quat_mul
+from envs.modes import ControlMode, ObsMode
+from replay.cli import main
+from replay.control import (
+    ConvertLimits,
+    ee_delta_pos_action,
+    ee_delta_pose_action,
+    ee_pose_action,
+    joint_delta_pos_action,
+    joint_pos_action,
+    saturate,
+)
+from replay.convert import ConvertConfig, run
+from replay.ops import merge_files
+from replay.subsets import split_file, subset_file
+from replay.trajectory import Episode, TrajectoryError, TrajectoryFile, TrajectoryWriter, read_meta
+from replay.verify import verify_file
+
+N_DEMOS = 4
+
+
+@pytest.fixture(scope="module")
+def demos(tmp_path_factory) -> Path:
+    """N_DEMOS PickCube demonstrations (pd_joint_pos). torch runs one thread meanwhile, as the
+    `replay` command does: the second only spins on a busy 2-core machine (docs/PERFORMANCE.md)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    out = tmp_path_factory.mktemp("replay") / "pick.h5"
+    generate(GenerateConfig(task="PickCube", n=N_DEMOS, out=out, num_envs=N_DEMOS, workers=1))
+    yield out
+    torch.set_num_threads(threads)
+
+
+def _copy(src: Path, dst: Path) -> Path:
+    shutil.copy(src, dst)
+    shutil.copy(src.with_suffix(".json"), dst.with_suffix(".json"))
+    return dst
+
+
+# ---- the pure conversion functions ---------------------------------------------------------------
+
+
+def _poses(n: int, seed: int) -> torch.Tensor:
+    g = torch.Generator().manual_seed(seed)
+    pos = torch.rand(n, 3, generator=g, dtype=torch.float64)
+    quat = axis_angle_to_quat(torch.rand(n, 3, generator=g, dtype=torch.float64) * 2 - 1)
+    return torch.cat((pos, quat), 1)
+
+
+def test_joint_actions_reach_the_reference():
+    cur, ref = torch.rand(5, 7, dtype=torch.float64), torch.rand(5, 7, dtype=torch.float64)
+    assert torch.equal(joint_pos_action(cur, ref), ref)
+    assert torch.allclose(cur + joint_delta_pos_action(cur, ref, 0.1) * 0.1, ref)
+
+
+def test_ee_delta_pose_action_inverts_the_controller_step():
+    cur, ref = _poses(6, 0), _poses(6, 1)
+    a = ee_delta_pose_action(cur, ref, pos_scale=0.1, rot_scale=0.1)
+    # what PDEEDeltaPose does with the action: translate, then turn about root-frame axes
+    pos = cur[:, :3] + a[:, :3] * 0.1
+    rot = quat_mul(axis_angle_to_quat(a[:, 3:] * 0.1), cur[:, 3:])
+    assert torch.allclose(pos, ref[:, :3])
+    assert quat_angle(rot, ref[:, 3:]).max() < 1e-6
+    assert torch.allclose(ee_delta_pos_action(cur, ref, 0.1), a[:, :3])
+    absolute = ee_pose_action(ref)
+    assert torch.allclose(absolute[:, :3], ref[:, :3])
+    assert quat_angle(axis_angle_to_quat(absolute[:, 3:]), ref[:, 3:]).max() < 1e-6
+
+
+def test_saturate_keeps_direction_and_flags_rows():
+    a = torch.tensor([[0.5, 0.0, 0.0, 0.1, 0.1, 0.1], [3.0, -1.5, 0.0, 0.0, 0.0, 2.0]])
+    out, hit = saturate(a, ControlMode.PD_EE_DELTA_POSE)
+    assert hit.tolist() == [False, True]
+    assert torch.equal(out[0], a[0])
+    assert torch.allclose(out[1, :3], torch.tensor([1.0, -0.5, 0.0]))
+    assert torch.allclose(out[1, 3:], torch.tensor([0.0, 0.0, 1.0]))
+    same, hit = saturate(a, ControlMode.PD_EE_POSE)  # absolute: the controller bounds it
+    assert torch.equal(same, a) and not hit.any()
+
+
+# ---- observation conversion ------------------------------------------------------------------------
+
+
+def test_state_obs_conversion_reproduces_recorded_states(demos, tmp_path):
+    out = tmp_path / "state.h5"
+    report = run(ConvertConfig(file=demos, obs="state", out=out))
+    assert (report.converted, report.total, report.failed) == (N_DEMOS, N_DEMOS, [])
+    src, dst = TrajectoryFile(demos), TrajectoryFile(out)
+    assert dst.env_info["env_kwargs"]["obs_mode"] == "state"
+    for a_entry, b_entry in zip(src.episodes, dst.episodes):
+        a, b = src.episode(a_entry["episode_id"]), dst.episode(b_entry["episode_id"])
+        np.testing.assert_array_equal(a.actions, b.actions)
+        for g in a.env_states:
+            for name in a.env_states[g]:
+                np.testing.assert_array_equal(a.env_states[g][name], b.env_states[g][name])
+        assert b.obs.shape[0] == a.length + 1 and b.obs.dtype == np.float32
+    assert demos.stat().st_size == src.path.stat().st_size  # the input is untouched
+
+
+def test_rgbd_obs_conversion_matches_stepped_rendering(demos, tmp_path, make):
+    out = tmp_path / "rgbd.h5"
+    report = run(ConvertConfig(file=demos, obs="rgbd", count=2, cam_width=32, cam_height=24, out=out, use_env_states=True))
+    assert report.converted == 2
+    meta = read_meta(out)
+    assert meta["obs_info"]["depth_unit"] == "mm"
+    assert meta["env_info"]["env_kwargs"]["sensor_configs"] == {"width": 32, "height": 24}
+    ep = TrajectoryFile(demos).episode(0)
+    conv = TrajectoryFile(out).episode(0)
+    rgb = conv.obs["cameras"]["base_camera"]["rgb"]
+    assert rgb.shape == (ep.length + 1, 24, 32, 3) and rgb.dtype == np.uint8
+    assert conv.obs["cameras"]["hand_camera"]["depth"].dtype == np.int16
+    with h5py.File(out) as f:  # compressed, one chunk holds the whole episode (a band of rows)
+        d = f["traj_0/obs/cameras/base_camera/rgb"]
+        assert d.compression == "gzip" and d.chunks[0] == ep.length + 1
+    # the same images as an env stepped with the recorded actions from the initial state
+    env = make("PickCube-v1", num_envs=1, obs_mode="rgbd", control_mode="pd_joint_pos",
+               sensor_configs={"width": 32, "height": 24}).unwrapped
+    env.reset(seed=ep.seed)
+    env.set_state_dict({g: {k: torch.from_numpy(v[:1]) for k, v in d.items()} for g, d in ep.env_states.items()})
+    for t in range(3):
+        obs, *_ = env.step(torch.from_numpy(ep.actions[t : t + 1]))
+    np.testing.assert_array_equal(obs["cameras"]["hand_camera"]["rgb"][0].numpy(), conv.obs["cameras"]["hand_camera"]["rgb"][3])
+    np.testing.assert_array_equal(obs["cameras"]["base_camera"]["depth"][0].numpy(), conv.obs["cameras"]["base_camera"]["depth"][3])
+
+
+# ---- control conversion ---------------------------------------------------------------------------------
+
+
+def _final_object_poses(path: Path) -> list[np.ndarray]:
+    f = TrajectoryFile(path)
+    return [f.episode(e["episode_id"], with_obs=False).env_states["actors"]["cube"][-1, :7] for e in f.episodes]
+
+
+def test_control_round_trip_keeps_final_object_poses(demos, tmp_path):
+    delta = tmp_path / "delta.h5"
+    report = run(ConvertConfig(file=demos, control="pd_ee_delta_pose", obs="state", out=delta, num_envs=3))
+    assert report.converted == N_DEMOS, report.lines()
+    assert read_meta(delta)["env_info"]["env_kwargs"]["control_mode"] == "pd_ee_delta_pose"
+    ok, total, failed = verify_file(delta)  # the stored actions replay open loop to success
+    assert (ok, total) == (N_DEMOS, N_DEMOS), failed
+    back = tmp_path / "back.h5"
+    assert run(ConvertConfig(file=delta, control="pd_joint_pos", obs="none", out=back)).converted == N_DEMOS
+    assert verify_file(back)[0] == N_DEMOS
+    for a, b in zip(_final_object_poses(demos), _final_object_poses(back)):
+        assert np.linalg.norm(a[:3] - b[:3]) < 0.02
+        assert float(quat_angle(torch.from_numpy(a[3:]), torch.from_numpy(b[3:]))) < math.radians(10)
+
+
+@pytest.mark.parametrize("mode", ["pd_joint_delta_pos", "pd_ee_pose"])
+def test_other_control_modes_convert(demos, tmp_path, mode):
+    out = tmp_path / f"{mode}.h5"
+    report = run(ConvertConfig(file=demos, control=mode, count=2, out=out))
+    assert report.converted == 2, report.lines()
+    assert verify_file(out)[0] == 2
+
+
+def test_failures_are_reported_not_dropped(demos, tmp_path):
+    bad = _copy(demos, tmp_path / "bad.h5")
+    with h5py.File(bad, "r+") as f:
+        f["traj_1/actions"][:, -1] = 1.0  # the gripper never closes: no grasp, no success
+    out = tmp_path / "out.h5"
+    report = run(ConvertConfig(file=bad, control="pd_ee_delta_pose", out=out))
+    assert report.converted == N_DEMOS - 1
+    assert [i for i, _ in report.failed] == [1]
+    assert "tracking lost at step" in report.failed[0][1]
+    assert len(read_meta(out)["episodes"]) == N_DEMOS - 1
+    kept = tmp_path / "kept.h5"
+    report = run(ConvertConfig(file=bad, control="pd_ee_delta_pose", out=kept, allow_failure=True))
+    eps = read_meta(kept)["episodes"]
+    assert len(eps) == N_DEMOS and not eps[1]["success"] and eps[1]["info"]["source_episode_id"] == 1
+    # an obs-only conversion replays the actions first: the corrupt episode is reported too
+    report = run(ConvertConfig(file=bad, obs="state", out=tmp_path / "obs.h5"))
+    assert [i for i, _ in report.failed] == [1] and "do not reproduce" in report.failed[0][1]
+    assert "left the recorded states at step" in report.failed[0][1]
+
+
+def _every(src: Path, dst: Path, k: int) -> Path:
+    """`src` with only every k-th recorded state kept (and the actions leading to them): each
+    step then asks for k steps' worth of motion."""
+    f = TrajectoryFile(src)
+    with TrajectoryWriter(dst, {x: v for x, v in f.meta.items() if x != "episodes"}) as w:
+        for entry in f.episodes:
+            e = f.episode(entry["episode_id"])
+            keep = np.arange(0, e.length + 1, k)
+            e.env_states = {g: {n: v[keep] for n, v in d.items()} for g, d in e.env_states.items()}
+            steps = keep[1:] - 1
+            e.actions, e.success, e.fail = e.actions[steps], e.success[steps], e.fail[steps]
+            e.terminated, e.truncated, e.rewards = e.terminated[steps], e.truncated[steps], e.rewards[steps]
+            w.add(e, entry["control_mode"])
+    return dst
+
+
+def test_saturated_steps_get_bounded_corrections(demos, tmp_path):
+    fast = _every(demos, tmp_path / "fast.h5", 4)
+    limits = ConvertLimits(max_corrections=30)
+    out = tmp_path / "o.h5"
+    report = run(ConvertConfig(file=fast, control="pd_joint_delta_pos", out=out, limits=limits, allow_failure=True))
+    assert report.total == N_DEMOS
+    corrections = [e["info"]["corrective_steps"] for e in read_meta(out)["episodes"]]
+    assert max(corrections) > 0 and max(corrections) <= 30
+    report = run(ConvertConfig(file=fast, control="pd_joint_delta_pos", out=tmp_path / "none.h5",
+                               limits=ConvertLimits(max_corrections=0), allow_failure=True))
+    assert all(e["info"]["corrective_steps"] == 0 for e in read_meta(tmp_path / "none.h5")["episodes"])
+
+
+# ---- whole-file operations -----------------------------------------------------------------------------
+
+
+def test_split_subset_merge_keep_metadata(demos, tmp_path):
+    src_meta = read_meta(demos)
+    train, val, n_train, n_val = split_file(demos, 0.25, seed=0, out_dir=tmp_path)
+    assert (n_train, n_val) == (3, 1)
+    t_meta, v_meta = read_meta(train), read_meta(val)
+    assert t_meta["env_info"] == v_meta["env_info"] == src_meta["env_info"]
+    assert t_meta["split"]["part"] == "train" and v_meta["split"]["seed"] == 0
+    sources = sorted(e["source"]["episode_id"] for e in t_meta["episodes"] + v_meta["episodes"])
+    assert sources == list(range(N_DEMOS))  # disjoint, complete, episode-level
+    (tmp_path / "again").mkdir()
+    again = split_file(demos, 0.25, seed=0, out_dir=tmp_path / "again")[1]
+    assert [e["source"] for e in read_meta(again)["episodes"]] == [e["source"] for e in v_meta["episodes"]]  # seeded
+    sub = tmp_path / "sub.h5"
+    assert subset_file(demos, sub, count=2, success_only=True) == 2
+    s_meta = read_meta(sub)
+    assert s_meta["env_info"] == src_meta["env_info"] and s_meta["versions"] == src_meta["versions"]
+    assert [e["seed"] for e in s_meta["episodes"]] == [e["seed"] for e in src_meta["episodes"][:2]]
+    merged = tmp_path / "merged.h5"
+    assert merge_files([train, val], merged) == N_DEMOS
+    m_meta = read_meta(merged)
+    assert m_meta["env_info"] == src_meta["env_info"]
+    ep = TrajectoryFile(merged).episode(0)
+    np.testing.assert_array_equal(ep.actions, TrajectoryFile(train).episode(0).actions)
+    assert verify_file(sub)[0] == 2
+
+
+def test_cli_convert_and_split(demos, tmp_path, capsys):
+    src = _copy(demos, tmp_path / "in.h5")
+    assert main(["convert", str(src), "--control", "pd_ee_delta_pose", "--count", "2", "--no-progress"]) == 0
+    out = tmp_path / "in.none.pd_ee_delta_pose.h5"
+    assert out.is_file() and "converted 2/2" in capsys.readouterr().out
+    assert main(["split", str(src), "--val", "0.5", "--seed", "1"]) == 0
+    assert (tmp_path / "in.train.h5").is_file() and (tmp_path / "in.val.h5").is_file()
+
+
+# ---- bad input: one line on stderr, non-zero exit, nothing written ------------------------------------
+
+
+def _bad_inputs(demos: Path, tmp: Path) -> dict[str, list[str]]:
+    (tmp / "notes.txt").write_text("hello")
+    (tmp / "junk.h5").write_bytes(b"not hdf5")
+    (tmp / "junk.json").write_text(json.dumps(read_meta(demos)))
+    mismatch = _copy(demos, tmp / "mismatch.h5")
+    meta = read_meta(demos)
+    meta["episodes"][0]["elapsed_steps"] += 1
+    mismatch.with_suffix(".json").write_text(json.dumps(meta))
+    missing = _copy(demos, tmp / "missing.h5")
+    meta = read_meta(demos)
+    meta["episodes"].append({**meta["episodes"][-1], "episode_id": 99})
+    missing.with_suffix(".json").write_text(json.dumps(meta))
+    unregistered = _copy(demos, tmp / "unreg.h5")
+    meta = read_meta(demos)
+    meta["env_info"]["env_id"] = "NoSuchTask-v1"
+    unregistered.with_suffix(".json").write_text(json.dumps(meta))
+    good = str(_copy(demos, tmp / "good.h5"))
+    return {
+        "no such file": ["convert", str(tmp / "absent.h5"), "--obs", "state"],
+        "not a trajectory": ["convert", str(tmp / "notes.txt"), "--obs", "state"],
+        "not hdf5": ["convert", str(tmp / "junk.h5"), "--obs", "state"],
+        "length mismatch": ["convert", str(mismatch), "--obs", "state"],
+        "missing episode": ["convert", str(missing), "--obs", "state"],
+        "unregistered": ["convert", str(unregistered), "--obs", "state"],
+        "unknown obs": ["convert", good, "--obs", "thermal"],
+        "unknown control": ["convert", good, "--control", "pd_teleport"],
+        "unconvertible": ["convert", good, "--control", "pd_joint_vel"],
+        "split fraction": ["split", good, "--val", "1.5"],
+    }
+
+
+def test_bad_input_one_line_nothing_written(demos, tmp_path, capsys):
+    cases = _bad_inputs(demos, tmp_path)
+    before = sorted(p.name for p in tmp_path.iterdir())
+    for name, argv in cases.items():
+        assert main(argv + ["--no-progress"] if argv[0] == "convert" else argv) == 2, name
+        err = capsys.readouterr().err.strip()
+        assert err.startswith("error: ") and "\n" not in err, (name, err)
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
+
+
+def test_trajectory_error_is_a_value_error():
+    assert issubclass(TrajectoryError, ValueError)
+
+
+def test_worker_processes_give_the_same_episodes(demos, tmp_path):
+    one, two = tmp_path / "one.h5", tmp_path / "two.h5"
+    run(ConvertConfig(file=demos, control="pd_ee_delta_pose", count=2, num_envs=1, out=one))
+    report = run(ConvertConfig(file=demos, control="pd_ee_delta_pose", count=2, num_envs=1, workers=2, out=two))
+    assert report.converted == 2
+    a, b = TrajectoryFile(one), TrajectoryFile(two)
+    for i in range(2):
+        np.testing.assert_array_equal(a.episode(i).actions, b.episode(i).actions)
+    assert [e["info"]["source_episode_id"] for e in b.episodes] == [0, 1]
+
+
+def test_nothing_converted_writes_nothing(demos, tmp_path, capsys):
+    bad = _copy(demos, tmp_path / "bad.h5")
+    with h5py.File(bad, "r+") as f:
+        f["traj_0/actions"][:, -1] = 1.0  # never grasps
+    before = sorted(p.name for p in tmp_path.iterdir())
+    assert main(["convert", str(bad), "--control", "pd_ee_delta_pose", "--count", "1", "--no-progress"]) == 1
+    captured = capsys.readouterr()
+    assert "episode 0: no success at the end" in captured.out and "nothing written" in captured.err
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
+
+
+def test_episodes_bring_their_own_geometry(demos, make):
+    from replay.convert import _make
+
+    cfg = ConvertConfig(file=demos, obs="state")
+    cfg.env_id = "PegInsertionSide-v1"  # only the env build is under test here
+    ep = TrajectoryFile(demos).episode(0, with_obs=False)
+    eps = [Episode(**{**vars(ep), "reset_kwargs": {"seed": 0, "env_kwargs": {"geometry_seed": [s]}}}) for s in (7, 3)]
+    env = _make(cfg, ObsMode.NONE, eps)
+    try:
+        for k, s in enumerate((7, 3)):
+            one = make("PegInsertionSide-v1", num_envs=1, geometry_seed=[s]).unwrapped
+            assert torch.equal(env.unwrapped.peg_half_sizes[k], one.peg_half_sizes[0])
+    finally:
+        env.close()
