@@ -33,7 +33,7 @@ from envs.core.registry import check_env_id
 from envs.modes import ControlMode, ObsMode, parse_mode
 from replay.control import CONVERTIBLE, ConvertLimits
 from replay.observe import OBS_UNITS
-from replay.trajectory import TrajectoryError, TrajectoryWriter, read_meta, sidecar_path
+from replay.trajectory import TrajectoryError, TrajectoryWriter, batch_env_kwargs, read_meta, sidecar_path
 
 POSITION_SOURCES = CONVERTIBLE  # modes whose drive targets are a position reference
 
@@ -231,20 +231,12 @@ def convert_episodes(cfg: ConvertConfig, ids: list[int], on_done: Callable[[int]
 
 
 def _make(cfg: ConvertConfig, obs_mode: ObsMode, episodes: list):
-    """A batched env with one env per episode. A task that draws geometry per env when it is
-    built (PegInsertionSide's `geometry_seed`) gets each episode's own: the generator records it
-    as one-env kwargs in reset_kwargs["env_kwargs"] (docs/FORMAT.md), e.g. {"geometry_seed": [g]}."""
+    """A batched env with one env per episode, each built as its episode was (`batch_env_kwargs`)."""
     import gymnasium as gym
 
     import envs  # noqa: F401  (registers)
 
-    kwargs = cfg.env_kwargs(obs_mode)
-    per_env = [e.reset_kwargs.get("env_kwargs", {}) for e in episodes]
-    for key in sorted({k for kw in per_env for k in kw}):
-        if not all(key in kw for kw in per_env):
-            raise ValueError(f"episodes {[e.seed for e in episodes]} disagree on whether they record env kwarg {key!r}")
-        kwargs[key] = [v for kw in per_env for v in kw[key]]
-    return gym.make(cfg.env_id, num_envs=len(episodes), **kwargs)
+    return gym.make(cfg.env_id, num_envs=len(episodes), **cfg.env_kwargs(obs_mode), **batch_env_kwargs(episodes))
 
 
 def _worker_init() -> None:

@@ -228,6 +228,20 @@ def _committed(f: h5py.File) -> list[dict]:
     return out
 
 
+def batch_env_kwargs(episodes: list[Episode]) -> dict[str, list]:
+    """gym.make kwargs that rebuild these episodes' envs in one batch, env i for episode i: the
+    one-env lists a task that draws geometry per env records in reset_kwargs["env_kwargs"]
+    (docs/FORMAT.md; PegInsertionSide: {"geometry_seed": [g]}), concatenated. Empty for tasks
+    that record none."""
+    per_env = [e.reset_kwargs.get("env_kwargs", {}) for e in episodes]
+    kwargs: dict[str, list] = {}
+    for key in sorted({k for kw in per_env for k in kw}):
+        if not all(key in kw for kw in per_env):
+            raise TrajectoryError(f"episodes {[e.seed for e in episodes]} disagree on whether they record env kwarg {key!r}")
+        kwargs[key] = [v for kw in per_env for v in kw[key]]
+    return kwargs
+
+
 class TrajectoryWriter:
     """Appends episodes to `path` (+ its sidecar). `meta` holds env_info, source_type and the
     like; episodes are numbered from 0, or after the last committed one with resume=True."""

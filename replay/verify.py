@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import gymnasium as gym
@@ -11,7 +10,7 @@ import torch
 
 import envs  # noqa: F401  (registers)
 from envs.core.registry import check_env_id
-from replay.trajectory import Episode, TrajectoryFile
+from replay.trajectory import Episode, TrajectoryFile, batch_env_kwargs
 
 
 def initial_state(episodes: list[Episode]) -> dict:
@@ -54,28 +53,23 @@ def verify_file(path: str | Path, num_envs: int = 16) -> tuple[int, int, list[in
     recorded = {e["episode_id"]: bool(e.get("success")) for e in traj.episodes}
     info = traj.env_info
     kwargs = dict(info["env_kwargs"], obs_mode="none")
-    # episodes whose scene depends on the env they ran in carry one-env kwargs
-    # (reset_kwargs["env_kwargs"], e.g. {"geometry_seed": [g]}): replay them in envs built alike
-    groups: dict[str, list[int]] = {}
-    for e in traj.episodes:
-        key = json.dumps(e.get("reset_kwargs", {}).get("env_kwargs", {}), sort_keys=True)
-        groups.setdefault(key, []).append(e["episode_id"])
-    total = sum(len(g) for g in groups.values())
-    failed = []
+    n = max(1, min(num_envs, len(ids)))
+    env, built_for, failed = None, None, []
     try:
-        for key, ids in groups.items():
-            n = max(1, min(num_envs, len(ids)))
-            scene = {k: v * n for k, v in json.loads(key).items()}  # one-env lists, for n envs
-            env = gym.make(check_env_id(info["env_id"]), num_envs=n, **kwargs, **scene)
-            try:
-                for start in range(0, len(ids), n):
-                    chunk = ids[start : start + n]
-                    eps = [traj.episode(i, with_obs=False) for i in chunk]
-                    for i, ok in zip(chunk, replay_actions(env, eps)):
-                        if ok != recorded[i]:
-                            failed.append(i)
-            finally:
-                env.close()
+        for start in range(0, len(ids), n):
+            chunk = ids[start : start + n]
+            eps = [traj.episode(i, with_obs=False) for i in chunk]
+            # replay_actions pads a short chunk with its last episode: build those envs alike
+            scene = batch_env_kwargs(eps + [eps[-1]] * (n - len(eps)))
+            if env is None or scene != built_for:  # episodes built per env (geometry) need their own envs
+                if env is not None:
+                    env.close()
+                env, built_for = gym.make(check_env_id(info["env_id"]), num_envs=n, **kwargs, **scene), scene
+            for i, ok in zip(chunk, replay_actions(env, eps)):
+                if ok != recorded[i]:
+                    failed.append(i)
     finally:
+        if env is not None:
+            env.close()
         traj.close()
-    return total - len(failed), total, sorted(failed)
+    return len(ids) - len(failed), len(ids), sorted(failed)

@@ -184,3 +184,15 @@ def nearest_axis_point(pose: torch.Tensor, half_length: torch.Tensor, point: tor
 def local_point(pose: torch.Tensor, offset: torch.Tensor) -> torch.Tensor:
     """(N, 3): the point at offset (N, 3) in the frame pose (N, 7)."""
     return pose[:, :3] + quat_apply(pose[:, 3:], offset)
+
+
+def object_goal_obs(tcp: torch.Tensor, obj_pose: torch.Tensor, goal_pos: torch.Tensor) -> dict[str, torch.Tensor]:
+    """The extra observations of a task that brings one object to a goal point: TCP pose (N, 7),
+    goal (N, 3), object pose (N, 7) and the offsets TCP -> object and object -> goal (N, 3)."""
+    return {
+        "tcp_pose": tcp,
+        "goal_pos": goal_pos,
+        "obj_pose": obj_pose,
+        "tcp_to_obj_pos": obj_pose[:, :3] - tcp[:, :3],
+        "obj_to_goal_pos": goal_pos - obj_pose[:, :3],
+    }

@@ -19,7 +19,7 @@ import torch
 from envs.core.env import BaseEnv, BatchRNG
 from envs.core.pose import axis_angle_to_quat
 from envs.core.registry import register_env
-from envs.tasks.common import ROBOT_ROOT, build_box, build_table
+from envs.tasks.common import ROBOT_ROOT, build_box, build_table, object_goal_obs
 
 CUBE_HALF = 0.02
 GOAL_THRESHOLD = 0.025
@@ -65,16 +65,9 @@ class PickCubeEnv(BaseEnv):
         }
 
     def _extra_obs(self, info: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-        tcp = self.agent.tcp_pose
-        cube = self.cube.pose()
-        return {
-            "tcp_pose": tcp,
-            "goal_pos": self.goal_pos,
-            "obj_pose": cube,
-            "tcp_to_obj_pos": cube[:, :3] - tcp[:, :3],
-            "obj_to_goal_pos": self.goal_pos - cube[:, :3],
-            "is_grasped": info["is_grasped"].float()[:, None],
-        }
+        obs = object_goal_obs(self.agent.tcp_pose, self.cube.pose(), self.goal_pos)
+        obs["is_grasped"] = info["is_grasped"].float()[:, None]
+        return obs
 
     def compute_dense_reward(self, info: dict[str, torch.Tensor]) -> torch.Tensor:
         """Stages, each worth at most 1, summed and divided by 5: reach the cube, grasp it, carry

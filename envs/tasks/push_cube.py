@@ -23,7 +23,7 @@ import torch
 
 from envs.core.env import BaseEnv, BatchRNG
 from envs.core.registry import register_env
-from envs.tasks.common import ROBOT_ROOT, build_box, build_goal_marker, build_table, place, reset_robot, yaw_quat
+from envs.tasks.common import ROBOT_ROOT, build_box, build_goal_marker, build_table, object_goal_obs, place, reset_robot, yaw_quat
 
 CUBE_HALF = 0.02
 GOAL_RADIUS = 0.05
@@ -75,15 +75,7 @@ class PushCubeEnv(BaseEnv):
         }
 
     def _extra_obs(self, info: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-        tcp = self.agent.tcp_pose
-        cube = self.cube.pose()
-        return {
-            "tcp_pose": tcp,
-            "goal_pos": self.goal_pos,
-            "obj_pose": cube,
-            "tcp_to_obj_pos": cube[:, :3] - tcp[:, :3],
-            "obj_to_goal_pos": self.goal_pos - cube[:, :3],
-        }
+        return object_goal_obs(self.agent.tcp_pose, self.cube.pose(), self.goal_pos)
 
     def compute_dense_reward(self, info: dict[str, torch.Tensor]) -> torch.Tensor:
         """Reaching the push point (weight 1) plus the cube's closeness to the goal (weight 2),

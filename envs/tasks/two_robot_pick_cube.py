@@ -25,7 +25,7 @@ import torch
 from envs.core.env import BaseEnv, BatchRNG
 from envs.core.pose import axis_angle_to_quat
 from envs.core.registry import register_env
-from envs.tasks.common import ROBOT_ROOT, build_box, build_table
+from envs.tasks.common import ROBOT_ROOT, build_box, build_table, object_goal_obs
 from envs.tasks.pick_cube import CUBE_HALF, GOAL_THRESHOLD
 
 SIDE = 0.3  # m: robot k's base and work square sit at y = -SIDE (k = 0) or +SIDE (k = 1)
@@ -87,15 +87,8 @@ class TwoRobotPickCubeEnv(BaseEnv):
     def _extra_obs(self, info: dict[str, torch.Tensor]) -> dict[str, dict[str, torch.Tensor]]:
         obs = {}
         for k, (cube, agent) in enumerate(zip(self.cubes, self.agents)):
-            tcp, pose, goal = agent.tcp_pose, cube.pose(), self.goal_pos[:, k]
-            obs[agent.name] = {
-                "tcp_pose": tcp,
-                "goal_pos": goal,
-                "obj_pose": pose,
-                "tcp_to_obj_pos": pose[:, :3] - tcp[:, :3],
-                "obj_to_goal_pos": goal - pose[:, :3],
-                "is_grasped": info["is_grasped"][:, k : k + 1].float(),
-            }
+            obs[agent.name] = object_goal_obs(agent.tcp_pose, cube.pose(), self.goal_pos[:, k])
+            obs[agent.name]["is_grasped"] = info["is_grasped"][:, k : k + 1].float()
         return obs
 
     def compute_dense_reward(self, info: dict[str, torch.Tensor]) -> torch.Tensor:
