@@ -118,3 +118,20 @@ def test_pick_cube_workspace_reachable_from_rest(uid):
     reached = kin.tcp_pose(q)
     assert (reached[:, :3] - target[:, :3]).norm(dim=1).max() < 1e-3
     assert quat_angle(reached[:, 3:], target[:, 3:]).max() < 1e-2
+
+
+def test_tcp_quaternion_is_continuous_around_gripper_down(make, uid):
+    """The observed TCP quaternion keeps its sign while the gripper, pointing down (where w is
+    about 0), tilts back and forth: a policy never sees q jump to -q."""
+    env = make("PickCube-v1", num_envs=2, robot_uids=uid, control_mode="pd_ee_delta_pose")
+    env.reset(seed=0)
+    agent = env.unwrapped.agent
+    last = agent.tcp_pose[:, 3:].clone()
+    assert (last * agent._tcp_hemisphere).sum(1).min() > 0.99  # at rest: the reference itself
+    action = torch.zeros(2, env.action_space.shape[-1])
+    for step in range(24):
+        action[:, 3:6] = torch.tensor([1.0, -1.0, 1.0]) * (1 if (step // 6) % 2 == 0 else -1)
+        env.step(action)
+        q = agent.tcp_pose[:, 3:]
+        assert (q * last).sum(1).min() > 0.9, f"step {step}: {last} -> {q}"
+        last = q.clone()

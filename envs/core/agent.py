@@ -50,6 +50,8 @@ class Agent:
                 d = spec.gripper_drive
                 js[c].set_drive_property(d.stiffness, d.damping, d.force_limit, "force")
         self.targets = torch.zeros(self.num_envs, self.dof)
+        rest = torch.tensor(spec.rest_qpos, dtype=torch.float32)[None, self.arm]
+        self._tcp_hemisphere = pose_mul(self.root_pose[:1], self.kinematics.tcp_pose(rest))[:, 3:]  # (1, 4)
 
     def set_drives(self, stiffness: float, damping: float) -> None:
         """Drive gains of the arm joints (position control: both; velocity control: stiffness 0)."""
@@ -85,7 +87,15 @@ class Agent:
 
     @property
     def tcp_pose(self) -> torch.Tensor:  # (N, 7) env-local, cached until the scene changes
-        return self.group.cached("tcp_pose", lambda: pose_mul(self.root_pose, self.tcp_pose_root()))
+        """The TCP's pose, its quaternion signed into the hemisphere of the rest pose's TCP
+        orientation: continuous over every motion short of a half turn from rest, where a
+        w >= 0 convention would flip sign at the gripper-down pose itself (w = 0 there)."""
+        return self.group.cached("tcp_pose", self._signed_tcp_pose)
+
+    def _signed_tcp_pose(self) -> torch.Tensor:
+        pose = pose_mul(self.root_pose, self.tcp_pose_root())
+        flip = (pose[:, 3:] * self._tcp_hemisphere).sum(1, keepdim=True) < 0
+        return torch.cat((pose[:, :3], torch.where(flip, -pose[:, 3:], pose[:, 3:])), 1)
 
     def is_static(self, threshold: float = 0.2) -> torch.Tensor:  # (N,) bool
         return self.qvel[:, self.arm].abs().max(1).values <= threshold
