@@ -2,14 +2,19 @@
 # Train and evaluate the policy targets on one GPU host within a time budget, then collect the
 # results (results.json + rows of docs/RESULTS.md).
 #
-#   bash policies/run_targets.sh                 # demos are generated into $DEMOS when missing
+#   bash policies/run_targets.sh                 # demos are generated and converted into $DEMOS when missing
 #   PICK=a.h5 PUSH=b.h5 STACK=c.h5 PICK_RGB=d.h5 bash policies/run_targets.sh
 #
+# Demos are made once in pd_joint_pos (`demos generate --obs-mode state`), then converted with
+# `replay convert --control pd_ee_delta_pos` (state obs; rgb obs for the image policy): TCP-space
+# actions generalise over goals where absolute joint targets make the policy learn the arm's inverse
+# kinematics from 100 examples (measured in docs/RESULTS.md). Given files (PICK=...) are used as they are.
+#
 # Runs: diffusion state on PickCube, PushCube, StackCube; BC state on PickCube; diffusion rgb
-# (128 x 128) on PickCube when an rgb file is given or `replay convert` exists. All run at once
-# (CONCURRENT=1, the default: one GPU holds them easily; the CPU cores go to the eval simulators)
-# or one after another (CONCURRENT=0). Each trains for at most MINUTES (RGB_MINUTES for images),
-# then evaluates its best checkpoint on 100 fresh seeds.
+# (128 x 128) on PickCube. All run at once (CONCURRENT=1, the default: one GPU holds them; three
+# runs at once get 1.9x the samples/s of one alone, docs/PERFORMANCE.md) or one after another
+# (CONCURRENT=0). Each trains for at most the minutes of its config (MINUTES overrides the state
+# runs', RGB_MINUTES the image run's), then evaluates its best checkpoint on 100 fresh seeds.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 PY=${PY:-.venv/bin/python}
@@ -17,17 +22,24 @@ PY=${PY:-.venv/bin/python}
 DEMOS=${DEMOS:-out/demos}
 OUT=${OUT:-runs/targets}
 MINUTES=${MINUTES:-6}
-RGB_MINUTES=${RGB_MINUTES:-7}
+RGB_MINUTES=${RGB_MINUTES:-6}
+CONTROL=${CONTROL:-pd_ee_delta_pos}
 CONCURRENT=${CONCURRENT:-1}
 EVAL_WORKERS=${EVAL_WORKERS:-3}
 N=${N:-100}
 mkdir -p "$DEMOS" "$OUT"
 
-demo() {  # demo TASK VAR: the file in $VAR, else generate N state demos of TASK
-  local file=${!2:-$DEMOS/$1.h5}
-  if [ ! -f "$file" ]; then
-    "$PY" -m demos.cli generate "$1" --n "$N" --num-envs 16 --workers 4 --obs-mode state --out "$file" >"$OUT/gen_$1.log" 2>&1 \
+demo() {  # demo TASK VAR [OBS]: the file in $VAR, else N demos of TASK generated and converted to $CONTROL, OBS (state)
+  local given=${!2:-} obs=${3:-state}
+  [ -n "$given" ] && { echo "$given"; return; }
+  local raw=$DEMOS/$1.h5 file=$DEMOS/$1.$obs.$CONTROL.h5
+  if [ ! -f "$raw" ]; then
+    "$PY" -m demos.cli generate "$1" --n "$N" --num-envs 16 --workers 4 --obs-mode state --out "$raw" >"$OUT/gen_$1.log" 2>&1 \
       || { echo "no demos for $1 (see $OUT/gen_$1.log)" >&2; return 1; }
+  fi
+  if [ ! -f "$file" ]; then
+    "$PY" -m replay.cli convert "$raw" --obs "$obs" --control "$CONTROL" --out "$file" --no-progress >"$OUT/convert_$1_$obs.log" 2>&1 \
+      || { echo "no $obs/$CONTROL demos for $1 (see $OUT/convert_$1_$obs.log)" >&2; return 1; }
   fi
   echo "$file"
 }
@@ -49,16 +61,7 @@ PICK=$(demo PickCube PICK) && launch diffusion_state_PickCube diffusion diffusio
 PUSH_F=$(demo PushCube PUSH) && launch diffusion_state_PushCube diffusion diffusion_state "$PUSH_F" "$MINUTES"
 STACK_F=$(demo StackCube STACK) && launch diffusion_state_StackCube diffusion diffusion_state "$STACK_F" "$MINUTES"
 
-RGB=${PICK_RGB:-}
-if [ -z "$RGB" ] && [ -n "${PICK:-}" ] && "$PY" -m replay.cli convert --help >/dev/null 2>&1; then
-  RGB=$DEMOS/PickCube.rgb.h5
-  [ -f "$RGB" ] || "$PY" -m replay.cli convert "$PICK" --obs rgb --out "$RGB" >"$OUT/convert_rgb.log" 2>&1 || RGB=""
-fi
-if [ -n "$RGB" ]; then
-  launch diffusion_rgb_PickCube diffusion diffusion_rgb "$RGB" "$RGB_MINUTES"
-else
-  echo "skipping diffusion rgb: give PICK_RGB=FILE (replay convert FILE --obs rgb)" >&2
-fi
+RGB_F=$(demo PickCube PICK_RGB rgb) && launch diffusion_rgb_PickCube diffusion diffusion_rgb "$RGB_F" "$RGB_MINUTES"
 for j in "${jobs_[@]}"; do wait "$j"; done
 
 "$PY" -m policies.report "$OUT"/*/ --json "$OUT/results.json" --markdown docs/RESULTS.md \

@@ -100,7 +100,7 @@ def train(run: RunConfig, callbacks: Sequence[L.Callback] = ()) -> dict[str, Any
     chosen = best.best_model_path or str(last)
     results["checkpoint"] = chosen
     if run.eval.final_episodes and Path(chosen).is_file():
-        policy, _ = load_policy(chosen, module.device)
+        policy, _ = load_policy(chosen, trainer.strategy.root_device)  # fit's teardown moved the module to the CPU
         final = evaluate(policy, env, run.eval.final_episodes, run.eval.num_envs, run.eval.num_workers,
                          run.eval.seed + FINAL_SEED_OFFSET, run.eval.max_episode_steps, run.eval.video or None)
         results["final"] = final
