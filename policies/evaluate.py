@@ -2,7 +2,9 @@
 
 Episodes run for the env's full length (no early stop): success_at_end is the success flag at the
 last step, success_once whether it was ever set; both come with a 95 % Wilson interval. Episode
-length is the step of first success (the full length for episodes that never succeed)."""
+length is the step of first success (the full length for episodes that never succeed). `stages`
+holds, for every other boolean flag of the task's info (PickCube: is_grasped, is_obj_placed,
+is_robot_static), the share of episodes in which it was ever set: where the failures happen."""
 
 from __future__ import annotations
 
@@ -55,6 +57,7 @@ def evaluate(policy: Policy, env: dict[str, Any], episodes: int, num_envs: int, 
     sim = make_eval_env(env, policy.spec, num_envs, num_workers, max_episode_steps, video_dir)
     start = time.monotonic()
     at_end, once, lengths = [], [], []
+    stages: dict[str, list[bool]] = {}
     was_training = policy.training
     policy.eval()
     try:
@@ -65,16 +68,22 @@ def evaluate(policy: Policy, env: dict[str, Any], episodes: int, num_envs: int, 
                 horizon = int(sim.unwrapped.max_episode_steps)
                 ever = torch.zeros(num_envs, dtype=torch.bool)
                 first_success = torch.full((num_envs,), horizon)
+                flags: dict[str, torch.Tensor] = {}
                 for step in range(horizon):
                     action = policy.predict_action(obs).float().cpu()
                     obs, _, _, _, info = sim.step(action)
                     success = info["success"].cpu().bool()
                     first_success = torch.where(success & ~ever, torch.tensor(step + 1), first_success)
                     ever |= success
+                    for k, v in info.items():
+                        if k not in ("success", "fail") and torch.is_tensor(v) and v.dtype == torch.bool and v.shape == (num_envs,):
+                            flags[k] = flags.get(k, torch.zeros(num_envs, dtype=torch.bool)) | v.cpu()
                 keep = min(num_envs, episodes - first)
                 at_end += info["success"].cpu().bool()[:keep].tolist()
                 once += ever[:keep].tolist()
                 lengths += first_success[:keep].tolist()
+                for k, v in flags.items():
+                    stages.setdefault(k, []).extend(v[:keep].tolist())
     finally:
         sim.close()
         policy.train(was_training)
@@ -83,6 +92,7 @@ def evaluate(policy: Policy, env: dict[str, Any], episodes: int, num_envs: int, 
     for name, values in (("success_at_end", at_end), ("success_once", once)):
         out[name] = sum(values) / n
         out[f"{name}_ci95"] = list(wilson(sum(values), n))
+    out["stages"] = {k: sum(v) / n for k, v in stages.items() if len(v) == n}
     return out
 
 
@@ -91,5 +101,6 @@ def summary(result: dict[str, Any]) -> str:
         lo, hi = result[f"{name}_ci95"]
         return f"{name} {result[name]:.3f} [{lo:.3f}, {hi:.3f}]"
 
+    stages = "".join(f", {k} once {v:.2f}" for k, v in result.get("stages", {}).items())
     return (f"{result['episodes']} episodes: {rate('success_at_end')}, {rate('success_once')}, "
-            f"mean episode length {result['episode_len']:.1f} ({result['seconds']:.0f} s)")
+            f"mean episode length {result['episode_len']:.1f}{stages} ({result['seconds']:.0f} s)")

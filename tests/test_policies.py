@@ -198,6 +198,9 @@ def test_train_checkpoint_eval(kind, state_file, tmp_path):
 
     result = json.loads(report.read_text())
     assert result["episodes"] == 3 and 0 <= result["success_at_end"] <= 1 and len(result["success_once_ci95"]) == 2
+    stages = result["stages"]  # PickCube's flags, each the share of episodes where it was ever set
+    assert set(stages) == {"is_obj_placed", "is_robot_static", "is_grasped"} and all(0 <= v <= 1 for v in stages.values())
+    assert stages["is_robot_static"] >= result["success_once"] and stages["is_obj_placed"] >= result["success_once"]
 
 
 def test_rgb_policy_trains_and_acts(rgb_file, tmp_path):
