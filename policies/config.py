@@ -21,7 +21,7 @@ import yaml
 
 from envs.modes import ObsMode
 
-POLICY_OBS_MODES = (ObsMode.STATE, ObsMode.RGB, ObsMode.RGBD)
+POLICY_OBS_MODES = (ObsMode.STATE, ObsMode.STATE_DICT, ObsMode.RGB, ObsMode.RGBD)
 
 
 def _check(cond: bool, message: str) -> None:
@@ -37,7 +37,8 @@ def _positive(obj: Any, *names: str) -> None:
 @dataclass
 class DatasetConfig:
     obs_mode: str = "state"
-    """observations to learn from: state (flat vector), rgb or rgbd (cameras + state_keys)"""
+    """observations to learn from: state (the flat vector), state_dict (its entries named by
+    state_keys), rgb or rgbd (cameras + state_keys)"""
     max_episodes: int = 0
     """use the file's first N episodes (0: all)"""
     val_fraction: float = 0.1
@@ -45,7 +46,8 @@ class DatasetConfig:
     split_seed: int = 0
     """seed of the train/val episode split"""
     state_keys: tuple[str, ...] = ("agent", "extra/tcp_pose", "extra/goal_pos")
-    """image modes: obs entries (a path names all leaves under it) fed next to the images; paths missing from the data are left out"""
+    """state_dict and image modes: obs entries fed to the policy (a path names all leaves under it, e.g.
+    agent, extra/tcp_to_obj_pos); paths missing from the data are left out"""
     cameras: tuple[str, ...] = ()
     """image modes: camera uids to use (empty: every camera in the data)"""
     depth_scale_mm: float = 2000.0

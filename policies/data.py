@@ -75,14 +75,22 @@ def _camera_tree(obs: dict[str, Any]) -> dict[str, Any]:
 def describe(obs: Any, actions: np.ndarray, cfg: DatasetConfig) -> ObsSpec:
     """The ObsSpec of one episode's (or one env step's) observations under `cfg`."""
     mode = cfg.mode
-    if not mode.visual:
+    if mode is ObsMode.STATE:
         if isinstance(obs, dict):
-            raise ValueError("dataset.obs_mode state needs flat state observations (generate with --obs-mode state)")
+            raise ValueError("dataset.obs_mode state needs flat state observations (generate with --obs-mode state; "
+                             "for named entries use dataset.obs_mode state_dict)")
         return ObsSpec(mode.value, int(np.shape(obs)[-1]), int(actions.shape[-1]))
-    if not isinstance(obs, dict) or not _camera_tree(obs):
+    if mode is ObsMode.STATE_DICT and not isinstance(obs, dict):
+        raise ValueError("dataset.obs_mode state_dict needs observations with named entries (replay convert --obs state_dict)")
+    if mode.visual and (not isinstance(obs, dict) or not _camera_tree(obs)):
         raise ValueError(f"dataset.obs_mode {mode.value} needs camera observations in the data (replay convert --obs {mode.value})")
     leaves = _leaves({k: v for k, v in obs.items() if k not in ("cameras", "sensor_data", "sensor_param")})
     paths = tuple(p for p in leaves if any(p == key or p.startswith(key + "/") for key in cfg.state_keys))
+    state_dim = sum(int(np.prod(np.shape(leaves[p])[1:])) for p in paths)
+    if not mode.visual:
+        if not paths:
+            raise ValueError(f"dataset.state_keys {list(cfg.state_keys)} name none of the data's entries: {', '.join(leaves)}")
+        return ObsSpec(mode.value, state_dim, int(actions.shape[-1]), paths)
     cams_present = sorted(_camera_tree(obs))
     cameras = tuple(cfg.cameras) or tuple(cams_present)
     missing = [c for c in cameras if c not in cams_present]
@@ -90,19 +98,20 @@ def describe(obs: Any, actions: np.ndarray, cfg: DatasetConfig) -> ObsSpec:
         raise ValueError(f"dataset.cameras {missing} not in the data; it has {cams_present}")
     channels = 4 if mode is ObsMode.RGBD else 3
     h, w = np.shape(_camera_tree(obs)[cameras[0]]["rgb"])[-3:-1]
-    state_dim = sum(int(np.prod(np.shape(leaves[p])[1:])) for p in paths)
     return ObsSpec(mode.value, state_dim, int(actions.shape[-1]), paths, cameras, (channels, int(h), int(w)), cfg.depth_scale_mm)
 
 
 def extract(obs: Any, spec: ObsSpec) -> dict[str, torch.Tensor]:
     """Policy inputs from an observation batch (leading dim N: env obs or an episode's T + 1):
     {"state": (N, D) float32, "images": (N, K, C, H, W) uint8 (rgb) or int16 (rgbd)}."""
-    if not spec.visual:
+    if spec.mode is ObsMode.STATE:
         return {"state": torch.as_tensor(np.asarray(obs) if not torch.is_tensor(obs) else obs).float()}
     leaves = _leaves({k: v for k, v in obs.items() if k not in ("cameras", "sensor_data", "sensor_param")})
     n = len(next(iter(leaves.values()))) if leaves else len(_camera_tree(obs)[spec.cameras[0]]["rgb"])
     parts = [torch.as_tensor(leaves[p]).float().reshape(n, -1) for p in spec.state_paths]
     state = torch.cat(parts, 1) if parts else torch.zeros(n, 0)
+    if not spec.visual:
+        return {"state": state}
     cams = _camera_tree(obs)
     images = []
     for uid in spec.cameras:

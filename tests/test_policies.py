@@ -84,7 +84,7 @@ def _tiny(kind: str, data: Path, out: Path, obs_mode: str = "state", **train):
 
 # ---- configs --------------------------------------------------------------------------------
 def test_configs_validate(tmp_path, state_file, capsys):
-    with pytest.raises(ValueError, match="dataset.obs_mode 'depth'; allowed: state, rgb, rgbd"):
+    with pytest.raises(ValueError, match="dataset.obs_mode 'depth'; allowed: state, state_dict, rgb, rgbd"):
         DatasetConfig(obs_mode="depth")
     with pytest.raises(ValueError, match="action_horizon"):
         DiffusionConfig(obs_horizon=2, pred_horizon=16, action_horizon=16)
@@ -201,6 +201,27 @@ def test_train_checkpoint_eval(kind, state_file, tmp_path):
     stages = result["stages"]  # PickCube's flags, each the share of episodes where it was ever set
     assert set(stages) == {"is_obj_placed", "is_robot_static", "is_grasped"} and all(0 <= v <= 1 for v in stages.values())
     assert stages["is_robot_static"] >= result["success_once"] and stages["is_obj_placed"] >= result["success_once"]
+
+
+def test_state_dict_policy_sees_only_its_state_keys(rgb_file, tmp_path):
+    from policies.module import load_policy
+    from policies.train import train
+
+    run = _tiny("bc", rgb_file, tmp_path, "state_dict", max_steps=2, val_every=2)
+    run.dataset = DatasetConfig(obs_mode="state_dict", val_fraction=0.25, state_keys=("extra/goal_pos", "agent/qpos"))
+    results = train(run)  # its evaluation acts in a state_dict env
+    assert results["final"]["episodes"] == 2
+    policy, module = load_policy(results["checkpoint"])
+    assert module.spec.state_paths == ("agent/qpos", "extra/goal_pos") and module.spec.state_dim == 12
+    env = gym.make("PickCube-v1", num_envs=2, obs_mode="state_dict", control_mode="pd_joint_pos")
+    obs, _ = env.reset(seed=0)
+    policy.reset()
+    assert policy.predict_action(obs).shape == (2, 8)
+    env.close()
+    with pytest.raises(ValueError, match="name none of the data's entries"):
+        DemoData.peek(str(rgb_file), DatasetConfig(obs_mode="state_dict", state_keys=("extra/nothing",)))
+    with pytest.raises(ValueError, match="use dataset.obs_mode state_dict"):
+        DemoData.peek(str(rgb_file), DatasetConfig(obs_mode="state"))
 
 
 def test_rgb_policy_trains_and_acts(rgb_file, tmp_path):
