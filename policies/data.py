@@ -68,6 +68,11 @@ def _leaves(tree: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     return out
 
 
+def _state_leaves(obs: dict[str, Any]) -> dict[str, Any]:
+    """Every non-camera leaf of an observation tree, by path (agent/qpos, extra/goal_pos, ...)."""
+    return _leaves({k: v for k, v in obs.items() if k not in ("cameras", "sensor_data", "sensor_param")})
+
+
 def _camera_tree(obs: dict[str, Any]) -> dict[str, Any]:
     return obs.get("cameras", obs.get("sensor_data", {}))
 
@@ -84,7 +89,7 @@ def describe(obs: Any, actions: np.ndarray, cfg: DatasetConfig) -> ObsSpec:
         raise ValueError("dataset.obs_mode state_dict needs observations with named entries (replay convert --obs state_dict)")
     if mode.visual and (not isinstance(obs, dict) or not _camera_tree(obs)):
         raise ValueError(f"dataset.obs_mode {mode.value} needs camera observations in the data (replay convert --obs {mode.value})")
-    leaves = _leaves({k: v for k, v in obs.items() if k not in ("cameras", "sensor_data", "sensor_param")})
+    leaves = _state_leaves(obs)
     paths = tuple(p for p in leaves if any(p == key or p.startswith(key + "/") for key in cfg.state_keys))
     state_dim = sum(int(np.prod(np.shape(leaves[p])[1:])) for p in paths)
     if not mode.visual:
@@ -106,7 +111,7 @@ def extract(obs: Any, spec: ObsSpec) -> dict[str, torch.Tensor]:
     {"state": (N, D) float32, "images": (N, K, C, H, W) uint8 (rgb) or int16 (rgbd)}."""
     if spec.mode is ObsMode.STATE:
         return {"state": torch.as_tensor(np.asarray(obs) if not torch.is_tensor(obs) else obs).float()}
-    leaves = _leaves({k: v for k, v in obs.items() if k not in ("cameras", "sensor_data", "sensor_param")})
+    leaves = _state_leaves(obs)
     n = len(next(iter(leaves.values()))) if leaves else len(_camera_tree(obs)[spec.cameras[0]]["rgb"])
     parts = [torch.as_tensor(leaves[p]).float().reshape(n, -1) for p in spec.state_paths]
     state = torch.cat(parts, 1) if parts else torch.zeros(n, 0)
