@@ -15,11 +15,11 @@ WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 kind=$(sed -n 's/^kind: *//p' "$CONFIG")
 
-one() {  # one NAME [extra args]: a training run of SECS seconds (compilation included)
-  local name=$1; shift
+one() {  # one NAME: a training run of SECS seconds (start-up included)
+  local name=$1
   "$PY" -m policies.cli train "$kind" --config "$CONFIG" --data "$DATA" --train.out "$WORK" --train.name "$name" \
     --train.max-minutes "$(awk "BEGIN {print $SECS / 60}")" --train.max-steps 1000000 --train.val-every 1000000 \
-    --eval.episodes 0 --eval.final-episodes 0 --train.no-progress-bar "$@" >"$WORK/$name.log" 2>&1
+    --eval.episodes 0 --eval.final-episodes 0 --train.no-progress-bar >"$WORK/$name.log" 2>&1
 }
 
 report() {  # report VARIANT NAME SMI
