@@ -8,11 +8,18 @@ still holds 64 envs per worker; `--envs-per-worker n` gives every run n envs per
 (weak scaling). Speed-up and efficiency are against the first worker count given; W = 1 runs
 in-process. The machine's load average is printed before and after: other processes on the
 machine take cores from the runs.
+
+`--independent` adds, for each W, the machine's ceiling: W separate single-process envs of N / W
+envs each, started together and never synchronised (no parent, no shared memory), their
+env-steps summed over the longest one's wall time. What W workers lose against that line is the
+cost of stepping in lock-step behind one parent; what the line itself loses against W x the
+first one is the machine's (shared caches, memory bandwidth, clock under load, the hypervisor).
 """
 
 from __future__ import annotations
 
 import argparse
+import multiprocessing as mp
 import os
 import platform
 import sys
@@ -20,7 +27,7 @@ import sys
 import torch
 
 import envs
-from envs.benchmark import run
+from envs.benchmark import _Timed, run
 from envs.modes import ControlMode, ObsMode
 
 
@@ -42,6 +49,40 @@ def load_average() -> str:
         return "unknown"
 
 
+def _independent_one(args: tuple, barrier, results) -> None:
+    env_id, n, steps, obs_mode, control_mode, core = args
+    torch.set_num_threads(1)
+    if core is not None:
+        os.sched_setaffinity(0, {core})
+    timed = _Timed(env_id, n, obs_mode, control_mode, None, warmup=20)
+    barrier.wait()
+    timed.timed_step(steps)
+    results.put((n * steps, timed.wall))
+    timed.env.close()
+
+
+def run_independent(env_id: str, num_envs: int, procs: int, steps: int, obs_mode: str, control_mode: str,
+                    pin: bool = False) -> dict:
+    """`procs` single-process envs sharing `num_envs` envs, stepped at once without any coupling."""
+    ctx = mp.get_context("spawn")
+    barrier, results = ctx.Barrier(procs), ctx.Queue()
+    cores = sorted(os.sched_getaffinity(0))
+    sizes = [num_envs // procs + (k < num_envs % procs) for k in range(procs)]
+    ps = [
+        ctx.Process(target=_independent_one, args=((env_id, n, steps, obs_mode, control_mode, cores[k % len(cores)] if pin else None), barrier, results))
+        for k, n in enumerate(sizes)
+    ]
+    for p in ps:
+        p.start()
+    out = [results.get() for _ in ps]
+    for p in ps:
+        p.join()
+    if any(p.exitcode for p in ps):
+        raise RuntimeError(f"an independent benchmark process failed (exit codes {[p.exitcode for p in ps]})")
+    wall = max(w for _, w in out)
+    return {"fps": sum(s for s, _ in out) / wall, "psps": steps / wall}
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m envs.scaling_benchmark", description=__doc__.split("\n\n")[0])
     p.add_argument("-e", "--env-id", default="PickCube-v1", help=f"one of: {', '.join(envs.env_ids())}")
@@ -57,6 +98,10 @@ def main(argv: list[str] | None = None) -> int:
         help="torch threads of this (parent) process; its idle OpenMP threads would spin on the workers' cores",
     )
     p.add_argument("--pin", action="store_true", help="pin worker k to core k (the parent stays unpinned)")
+    p.add_argument(
+        "--independent", action="store_true",
+        help="also run, for each W, W uncoupled single-process envs of N / W envs: the machine's ceiling for W workers",
+    )
     args = p.parse_args(argv)
     torch.set_num_threads(args.torch_threads)
     try:
@@ -81,6 +126,11 @@ def main(argv: list[str] | None = None) -> int:
             speedup = r["fps"] / first[1]
             efficiency = speedup / (w / first[0])
             print(f"{w:>7} {n:>6} {r['fps']:>9.0f} {r['psps']:>8.1f} {speedup:>8.2f}x {efficiency:>9.0%} {r['rss_mb']:>8.0f}", flush=True)
+            if args.independent and w > 1:
+                c = run_independent(env_id, n, w, args.steps, args.obs_mode, args.control_mode, args.pin)
+                speedup = c["fps"] / first[1]
+                print(f"{'  ' + str(w) + ' ind.':>7} {n:>6} {c['fps']:>9.0f} {c['psps']:>8.1f} {speedup:>8.2f}x {speedup / (w / first[0]):>9.0%} {'':>8}"
+                      f"  ({w} uncoupled processes; workers reach {r['fps'] / c['fps']:.0%} of this)", flush=True)
         print(f"load average after: {load_average()}")
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
