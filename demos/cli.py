@@ -46,6 +46,12 @@ def _parser() -> argparse.ArgumentParser:
     g.add_argument("--control-mode", default="pd_joint_pos")
     g.add_argument("--obs-mode", default="none", help="none or state (render images later with replay convert)")
     g.add_argument("--robot-uids", default="panda")
+    g.add_argument("--hold", type=int, default=1,
+                   help="end an episode once the task has succeeded this many steps in a row (default 1: at first "
+                        "success); a longer hold shows policies how to stay at the goal")
+    g.add_argument("--speed", type=float, default=1.0,
+                   help="planned motions' speed as a fraction of the planner's joint limits (2 rad/s, 5 rad/s^2); "
+                        "slower demos have more, smaller steps")
     keep = g.add_mutually_exclusive_group()
     keep.add_argument("--only-success", dest="only_success", action="store_true", default=True, help="save successes only (default)")
     keep.add_argument("--keep-failures", dest="only_success", action="store_false", help="save failed attempts too")
@@ -75,6 +81,7 @@ def _generate(args) -> int:
         task=args.task, n=args.n, out=args.out, seed=args.seed, num_envs=args.num_envs, workers=args.workers,
         control_mode=args.control_mode, obs_mode=args.obs_mode, robot_uids=args.robot_uids,
         only_success=args.only_success, resume=args.resume, overwrite=args.overwrite, shard=args.shard,
+        hold=args.hold, speed=args.speed,
     )
     bars = []  # made at the first progress report, so errors before it print alone
 

@@ -41,6 +41,8 @@ class GenerateConfig:
     resume: bool = False
     overwrite: bool = False
     shard: tuple[int, int] = (0, 1)
+    hold: int = 1
+    speed: float = 1.0
 
     def __post_init__(self) -> None:
         self.env_id = check_env_id(self.task)
@@ -51,6 +53,10 @@ class GenerateConfig:
             raise ValueError(f"--n must be a positive number of demonstrations, got {self.n}")
         if self.num_envs <= 0 or self.workers <= 0:
             raise ValueError("--num-envs and --workers must be positive")
+        if self.hold < 1:
+            raise ValueError(f"--hold must be at least 1 step, got {self.hold}")
+        if not 0.05 <= self.speed <= 1.0:
+            raise ValueError(f"--speed must be in [0.05, 1] (a fraction of the planner's joint speed limits), got {self.speed}")
         mode = parse_mode(ControlMode, self.control_mode, "control mode")
         if mode is not ControlMode.PD_JOINT_POS:
             raise ValueError("demos are generated in pd_joint_pos; convert them with `replay convert --control ...`")
@@ -139,9 +145,11 @@ def _check_resumable(cfg: GenerateConfig, path: Path) -> None:
     gen = old.get("generation")
     if not isinstance(gen, dict) or "seed" not in gen:
         raise ValueError(f"{path} was not made by `demos generate` (no generation settings): cannot resume it")
-    mine = {"env_id": cfg.env_id, "env_kwargs": cfg.env_kwargs, "shard": list(cfg.shard), "only_success": cfg.only_success}
+    mine = {"env_id": cfg.env_id, "env_kwargs": cfg.env_kwargs, "shard": list(cfg.shard), "only_success": cfg.only_success,
+            "hold": cfg.hold, "speed": cfg.speed}
     theirs = {"env_id": old["env_info"].get("env_id"), "env_kwargs": old["env_info"].get("env_kwargs"),
-              "shard": gen.get("shard"), "only_success": gen.get("only_success")}
+              "shard": gen.get("shard"), "only_success": gen.get("only_success"), "hold": gen.get("hold", 1),
+              "speed": gen.get("speed", 1.0)}
     diff = [f"{k} {theirs[k]} (this run: {mine[k]})" for k in mine if mine[k] != theirs[k]]
     if diff:
         raise ValueError(f"{path} was made with {'; '.join(diff)}: resume with the same settings")
@@ -168,7 +176,7 @@ def generate(cfg: GenerateConfig, on_progress: Callable[[Progress], None] | None
         "env_info": {"env_id": cfg.env_id, "env_kwargs": cfg.env_kwargs, "max_episode_steps": TASKS[cfg.env_id].default_max_episode_steps},
         "source_type": "motionplanning",
         "source_desc": f"SkillForge mplib solution for {cfg.env_id}",
-        "generation": {"seed": cfg.seed, "shard": list(cfg.shard), "only_success": cfg.only_success},
+        "generation": {"seed": cfg.seed, "shard": list(cfg.shard), "only_success": cfg.only_success, "hold": cfg.hold, "speed": cfg.speed},
         "versions": versions(),
     }
     i, k = cfg.shard
@@ -176,7 +184,7 @@ def generate(cfg: GenerateConfig, on_progress: Callable[[Progress], None] | None
     workers = None
     complete = False
     try:
-        spec = WorkerSpec(cfg.env_id, cfg.env_kwargs, cfg.num_envs, cfg.robot_uids, cfg.obs_mode == "state")
+        spec = WorkerSpec(cfg.env_id, cfg.env_kwargs, cfg.num_envs, cfg.robot_uids, cfg.obs_mode == "state", cfg.hold, cfg.speed)
         start = time.perf_counter()
         workers = GenerationWorkers(spec, cfg.workers)
         next_attempt = max((e["info"]["attempt"] + 1 for e in writer.meta["episodes"]), default=0)

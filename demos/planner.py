@@ -37,6 +37,7 @@ class PlanRequest:
     attached: Box | None = None  # a held object, pose relative to the TCP
     screw_only: bool = False
     control_dt: float = 0.05
+    speed: float = 1.0  # scales the joint velocity limit (and the acceleration limit by its square)
 
 
 class ArmPlanner:
@@ -74,7 +75,7 @@ class ArmPlanner:
         if attached is not None:
             self.planner.update_attached_box(2 * np.asarray(attached.half_size), self._mplib.Pose(attached.pose[:3], attached.pose[3:]))
 
-    def _plan_straight(self, goal, qpos: np.ndarray, dt: float) -> dict:
+    def _plan_straight(self, goal, qpos: np.ndarray, dt: float, speed: float) -> dict:
         """The TCP along the straight line to goal, turning at a constant rate (slerp): IK at
         waypoints 1 cm / 3 degrees apart, each seeded with the previous one, checked for
         collisions and joint jumps. (mplib's plan_screw integrates a spatial twist with a
@@ -106,7 +107,7 @@ class ArmPlanner:
                 return {"status": f"straight plan: collision {', '.join(sorted(hits))} at {t:.0%}"}
             q = q_new
             path.append(q[group].copy())
-        return {"status": "Success", "position": _trapezoid(np.vstack(path), VEL_LIMIT, ACC_LIMIT, dt)}
+        return {"status": "Success", "position": _trapezoid(np.vstack(path), VEL_LIMIT * speed, ACC_LIMIT * speed**2, dt)}
 
     def plan(self, req: PlanRequest) -> tuple[np.ndarray | None, str]:
         """(T, n_arm) joint targets, or None and why."""
@@ -116,13 +117,16 @@ class ArmPlanner:
         # planner rejects a start outside the limits, so plan from the nearest admissible one
         limits = self.planner.joint_limits
         qpos = np.clip(np.asarray(req.qpos, dtype=np.float64), limits[:, 0], limits[:, 1])
-        result = self._plan_straight(goal, qpos, req.control_dt)
+        result = self._plan_straight(goal, qpos, req.control_dt, req.speed)
         if result["status"] != "Success" and not req.screw_only:
             # RRTConnect to the collision-free IK solution nearest the start (mplib's plan_pose
             # takes any, and a far one costs hundreds of steps of wrist unwinding)
             status, q_goal = self.planner.IK(goal, qpos, n_init_qpos=40, return_closest=True)
             result = {"status": status}
             if status == "Success":
+                n_arm = len(self.spec.arm_joints)
+                self.planner.joint_vel_limits = np.full(n_arm, VEL_LIMIT * req.speed)
+                self.planner.joint_acc_limits = np.full(n_arm, ACC_LIMIT * req.speed**2)
                 result = self.planner.plan_qpos([q_goal], qpos, time_step=req.control_dt, planning_time=1.0)
         if result["status"] != "Success":
             return None, str(result["status"])

@@ -83,8 +83,10 @@ class Outcome:
 
 
 class Runner:
-    def __init__(self, env: BaseEnv, solution: Solution, pool: PlannerPool, adapter: GraspAdapter, record_obs: bool):
+    def __init__(self, env: BaseEnv, solution: Solution, pool: PlannerPool, adapter: GraspAdapter, record_obs: bool,
+                 speed: float = 1.0):
         self.env = env
+        self.speed = speed
         self.solution = solution
         self.pool = pool
         self.adapter = adapter
@@ -126,6 +128,7 @@ class Runner:
                     obstacles=boxes,
                     screw_only=stage.screw_only,
                     control_dt=1.0 / env.control_freq,
+                    speed=self.speed,
                 )
             )
         plans = {}

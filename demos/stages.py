@@ -6,7 +6,7 @@ running (`idx`), so later stages see where earlier ones really left the objects.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable, Union
 
 import torch
@@ -60,3 +60,13 @@ class Solution:
     stages: tuple[Stage, ...]
     # obstacles(env, idx) -> per env, boxes in the env frame the planner must avoid
     obstacles: Callable[[object, torch.Tensor], list[list[Box]]]
+
+
+def with_hold(solution: Solution, hold: int) -> Solution:
+    """The solution with every Settle stage holding success for at least `hold` steps (its step
+    budget extended to match): demos that show the robot staying at the goal, for policies."""
+    stages = tuple(
+        replace(s, hold=hold, steps=s.steps + hold - s.hold) if isinstance(s, Settle) and hold > s.hold else s
+        for s in solution.stages
+    )
+    return replace(solution, stages=stages)

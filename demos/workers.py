@@ -17,6 +17,8 @@ class WorkerSpec:
     num_envs: int
     robot_uid: str
     record_obs: bool
+    hold: int = 1  # Settle stages end after this many successful steps in a row
+    speed: float = 1.0  # planned motions' speed, relative to the planner's limits
 
 
 def _serve(spec: WorkerSpec, conn: Connection) -> None:
@@ -32,10 +34,12 @@ def _serve(spec: WorkerSpec, conn: Connection) -> None:
     from demos.pool import PlannerPool
     from demos.runner import Runner
     from demos.solutions import solution_for
+    from demos.stages import with_hold
 
     with PlannerPool(1, warm=spec.robot_uid) as pool:  # its planner builds while the env does
         env = gym.make(spec.env_id, num_envs=spec.num_envs, **spec.env_kwargs).unwrapped
-        runner = Runner(env, solution_for(spec.env_id), pool, adapter_for(spec.robot_uid), spec.record_obs)
+        solution = with_hold(solution_for(spec.env_id), spec.hold)
+        runner = Runner(env, solution, pool, adapter_for(spec.robot_uid), spec.record_obs, spec.speed)
         conn.send(("ready", env.max_episode_steps))
         while True:
             try:

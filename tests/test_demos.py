@@ -303,6 +303,24 @@ def test_merge_refuses_different_env_or_modes(made, tmp_path, capsys, change):
     assert not out.exists() and not (tmp_path / "m.h5.tmp").exists()
 
 
+def test_hold_and_speed_shape_the_demos(made, tmp_path):
+    """--hold K: the episode ends after K successful steps in a row, the robot held still over
+    them; --speed s: slower plans, more steps. Both are kept in the file's generation settings."""
+    task = "PickCube-v1"
+    base = TrajectoryFile(made[task])
+    slow = TrajectoryFile(_gen(task, tmp_path / "slow.h5", obs_mode="state", hold=8, speed=0.5))
+    gen = read_meta(slow.path)["generation"]
+    assert gen["hold"] == 8 and gen["speed"] == 0.5
+    for e_base, e_slow in zip(base.episodes, slow.episodes):
+        assert e_base["seed"] == e_slow["seed"]
+        fast_ep, slow_ep = base.episode(e_base["episode_id"], False), slow.episode(e_slow["episode_id"], False)
+        assert fast_ep.success[-1] and fast_ep.success.sum() == 1  # default: ends at first success
+        assert slow_ep.success[-8:].all() and len(slow_ep.actions) > len(fast_ep.actions) + 8
+        arm = slow_ep.actions[-8:, :-1]
+        assert np.abs(arm - arm[0]).max() < 1e-6  # pd_joint_pos targets held over the hold
+    assert verify_file(slow.path, num_envs=2) == (N, N, [])
+
+
 # ---- bad input ----------------------------------------------------------------------------------------
 @pytest.mark.parametrize(
     "args, says",
@@ -318,6 +336,9 @@ def test_merge_refuses_different_env_or_modes(made, tmp_path, capsys, change):
         (["generate", "PickCube", "--n", "2", "--out", "/proc/demos/x.h5"], "cannot write"),
         (["generate", "PickCube", "--n", "2", "--out", "{tmp}/file.txt/x.h5"], "not a directory"),
         (["generate", "PickCube", "--n", "2", "--out", "{tmp}/x.json"], ".h5"),
+        (["generate", "PickCube", "--n", "2", "--hold", "0"], "--hold"),
+        (["generate", "PickCube", "--n", "2", "--speed", "2"], "--speed"),
+        (["generate", "PickCube", "--n", "2", "--speed", "fast"], "invalid float"),
     ],
 )
 def test_generate_bad_input_one_line(tmp_path, capsys, args, says):

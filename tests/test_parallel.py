@@ -250,3 +250,14 @@ def test_an_interrupted_call_leaves_the_env_in_step(make):
     env._send(0, STEP, "stepping")
     obs, *_ = env.step(np.zeros(env.action_space.shape, np.float32))
     assert env.elapsed_steps.tolist() == [2, 2, 1, 1]
+
+
+def test_scaling_benchmark_prints_workers_and_the_uncoupled_ceiling(capsys):
+    from envs.scaling_benchmark import main as scaling
+
+    assert scaling(["--workers", "1", "2", "--num-envs", "4", "--steps", "3", "--independent"]) == 0
+    rows = [line.split() for line in capsys.readouterr().out.splitlines()]
+    workers = [r for r in rows if r and r[0] in ("1", "2") and r[1] != "ind."]
+    ceiling = [r for r in rows if r[:2] == ["2", "ind."]]
+    assert [r[0] for r in workers] == ["1", "2"] and len(ceiling) == 1
+    assert all(float(r[2]) > 0 for r in workers) and float(ceiling[0][3]) > 0  # FPS columns
