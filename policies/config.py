@@ -79,6 +79,9 @@ class PolicyConfig:
     """image modes: features per camera from the CNN encoder"""
     image_shift: int = 4
     """image modes: random-shift augmentation in pixels during training (0: none)"""
+    state_noise: float = 0.0
+    """std of Gaussian noise added to the normalised state inputs during training (0: none):
+    augmentation against memorising a few demos"""
     lr: float = 1e-3
     """peak learning rate (AdamW; linear warm-up, then cosine decay to 0 at train.max_steps)"""
     weight_decay: float = 1e-6
@@ -89,6 +92,7 @@ class PolicyConfig:
     def __post_init__(self) -> None:
         _positive(self, "obs_horizon", "pred_horizon", "action_horizon", "image_features", "lr")
         _check(self.image_shift >= 0, f"policy.image_shift must be >= 0, got {self.image_shift}")
+        _check(self.state_noise >= 0, f"policy.state_noise must be >= 0, got {self.state_noise}")
         _check(self.warmup_steps >= 0, f"policy.warmup_steps must be >= 0, got {self.warmup_steps}")
         _check(
             self.action_horizon <= self.pred_horizon - self.obs_horizon + 1,
@@ -230,6 +234,8 @@ class RunConfig:
     def __post_init__(self) -> None:
         _check(bool(self.data), "--data FILE.h5 is required")
         _check(Path(self.data).is_file(), f"--data {self.data}: no such file")
+        _check(self.dataset.val_fraction > 0 or self.eval.episodes > 0,
+               "dataset.val_fraction 0 leaves no validation loss to choose the best checkpoint by: keep eval.episodes > 0")
 
     def to_dict(self) -> dict[str, Any]:
         return {"kind": self.kind.value, **dataclasses.asdict(self)}

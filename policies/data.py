@@ -209,7 +209,9 @@ class DemoData:
     def windows(self, episodes: list[int], obs_horizon: int, pred_horizon: int) -> dict[str, torch.Tensor]:
         """Index tables of every sample of `episodes`: obs (S, To) rows into state/images,
         actions (S, Tp) rows into actions, past_end (S, Tp) True where the chunk ran off the episode."""
-        obs_idx, act_idx, past = [], [], []
+        obs_idx = [torch.zeros(0, obs_horizon, dtype=torch.long)]
+        act_idx = [torch.zeros(0, pred_horizon, dtype=torch.long)]
+        past = [torch.zeros(0, pred_horizon, dtype=torch.bool)]
         for e in episodes:
             T = int(self.lengths[e])
             t = torch.arange(T)[:, None]

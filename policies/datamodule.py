@@ -90,6 +90,8 @@ class DemoDataModule(L.LightningDataModule):
         return DataLoader(ds, batch_size=None, shuffle=False, num_workers=0)
 
     def val_dataloader(self) -> DataLoader:
+        if self.num_samples("val") == 0:  # dataset.val_fraction 0: one empty batch, so that the evaluation still runs
+            return DataLoader([torch.zeros(0, dtype=torch.long)], batch_size=None, num_workers=0)
         return DataLoader(_FixedBatches(self.num_samples("val"), self.batch_size, self.val_batches), batch_size=None, num_workers=0)
 
     def on_after_batch_transfer(self, batch: torch.Tensor, dataloader_idx: int) -> dict[str, torch.Tensor]:

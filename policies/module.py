@@ -50,7 +50,9 @@ class PolicyModule(L.LightningModule):
     def training_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> torch.Tensor:
         return self._shared_step(batch, "train")
 
-    def validation_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> torch.Tensor:
+    def validation_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> torch.Tensor | None:
+        if len(batch["actions"]) == 0:  # no validation episodes (dataset.val_fraction 0)
+            return None
         return self._shared_step(batch, "val")
 
     @torch.no_grad()

@@ -42,6 +42,8 @@ class Policy(nn.Module, abc.ABC):
     def condition(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
         """(B, To * F) observation features from a raw batch's state (B, To, D) and images."""
         state = self.normaliser.normalise_state(batch["state"])
+        if self.training and self.cfg.state_noise:
+            state = state + self.cfg.state_noise * torch.randn_like(state)
         return self.encoder(state, batch.get("images")).flatten(1)
 
     @abc.abstractmethod

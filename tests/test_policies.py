@@ -242,6 +242,29 @@ def test_rgb_policy_trains_and_acts(rgb_file, tmp_path):
     assert policy.predict_action(obs).shape == (2, 8)
 
 
+def test_all_episodes_for_training_and_state_noise(state_file, tmp_path):
+    """dataset.val_fraction 0 trains on every episode (the evaluation still picks the best
+    checkpoint); policy.state_noise perturbs the inputs in training only."""
+    from policies.train import train
+
+    run = _tiny("diffusion", state_file, tmp_path, max_steps=2, val_every=2)
+    run.dataset = DatasetConfig(val_fraction=0.0)
+    run.policy.state_noise = 0.1
+    results = train(run)
+    assert results["final"]["episodes"] == 2 and len(results["eval_history"]) == 1
+    assert "val/loss" not in (Path(results["run"]) / "metrics.csv").read_text().splitlines()[0]
+    with pytest.raises(ValueError, match="dataset.val_fraction 0 leaves no validation loss"):
+        type(run)(data=run.data, dataset=run.dataset, policy=run.policy, train=run.train, eval=type(run.eval)(episodes=0))
+
+    data = DemoData(str(state_file), DatasetConfig())
+    policy = build_policy(data.spec, run.policy)
+    batch = {"state": data.state[:4, None].repeat(1, 2, 1)}
+    policy.train()
+    assert not torch.equal(policy.condition(batch), policy.condition(batch))
+    policy.eval()
+    assert torch.equal(policy.condition(batch), policy.condition(batch))
+
+
 def test_resume_continues(state_file, tmp_path):
     from policies.train import train
 
