@@ -219,3 +219,15 @@ def test_look_at_points_the_camera_x_axis_at_the_target(target):
     assert torch.allclose(pose[:3], eye) and torch.allclose(pose[3:].norm(), torch.tensor(1.0), atol=1e-6)
     assert torch.allclose(forward, direction / direction.norm(), atol=1e-5)
     assert up[2] >= -1e-6  # image up is never upside down
+
+
+def test_gpu_batched_rendering_only_with_cuda_and_a_gpu_render_device(make):
+    """One submission per camera uid (envs/sensors/gpu_batch.py) needs CUDA and a GPU Vulkan
+    device; lavapipe renders picture by picture. (`python -m envs.render_probe` compares both
+    paths' images on a GPU host.)"""
+    env = _make(make, "PickCube-v1", "rgb")
+    base = env.unwrapped
+    expected = torch.cuda.is_available() and base.world.scene.render_system.device.is_cuda()
+    assert (base.sensors.gpu is not None) == expected
+    obs, _ = env.reset(seed=0)
+    assert obs["cameras"]["base_camera"]["rgb"].float().std() > 0

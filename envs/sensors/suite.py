@@ -32,6 +32,8 @@ from envs.modes import ObsMode
 from envs.sensors import camera, pointcloud
 from envs.sensors.camera import BatchedCamera, make_component
 from envs.sensors.config import CameraConfig, SensorSettings, look_at
+from envs.sensors.gpu_batch import GpuCameraBatch
+from envs.sensors.gpu_batch import available as gpu_batch_available
 
 # the images each visual obs mode keeps per camera, and how each is cut from the camera's picture
 _KEYS = {
@@ -73,7 +75,9 @@ def _mount_entities(world: BatchedWorld, mount: str) -> list[sapien.Entity]:
 
 
 class Sensors:
-    def __init__(self, world: BatchedWorld, settings: SensorSettings, seed: int = 0):
+    def __init__(self, world: BatchedWorld, settings: SensorSettings, seed: int = 0, gpu_batch: bool | None = None):
+        """gpu_batch: render each camera uid's pictures of all envs in one submission on a CUDA
+        GPU (gpu_batch.py); None: whenever `gpu_batch.available`."""
         self.world = world
         self.settings = settings
         for scene in {id(s): s for s in world.scenes}.values():  # each render system once
@@ -84,6 +88,10 @@ class Sensors:
         self._rays = {uid: pointcloud.pixel_rays(c.intrinsics().numpy(), c.config.height, c.config.width) for uid, c in self.cameras.items()}
         self._rendered_version = -1
         self.segmentation_ids = self._segmentation_ids()
+        self.gpu = None
+        if gpu_batch or (gpu_batch is None and self.cameras and gpu_batch_available(world)):
+            self.gpu = GpuCameraBatch(world, {uid: c.components for uid, c in self.cameras.items()}, camera.PICTURE)
+        self._gpu_version = -1
 
     def _build(self, config: CameraConfig) -> BatchedCamera:
         pose = sapien.Pose(config.pose[:3], config.pose[3:])
@@ -123,13 +131,19 @@ class Sensors:
 
     def observe(self, mode: ObsMode) -> dict[str, Any]:
         """The camera part of a visual obs mode's observation (see the module docstring)."""
-        self._update_render()
-        for cam in self.cameras.values():
-            cam.take_picture()
+        if self.gpu is not None:
+            if self._gpu_version != self.world.clock.version:
+                self.gpu.update()
+                self._gpu_version = self.world.clock.version
+            self.gpu.take_pictures()
+        else:
+            self._update_render()
+            for cam in self.cameras.values():
+                cam.take_picture()
         out: dict[str, Any] = {"cameras": {}}
         clouds = []
         for uid, cam in self.cameras.items():
-            raw = cam.read()  # (N, H, W, 4) int32
+            raw = self.gpu.read(uid) if self.gpu is not None else cam.read()  # (N, H, W, 4) int32
             entry = {key: _CUT[key](raw) for key in _KEYS[mode]}
             entry["intrinsics"] = cam.intrinsics()
             entry["extrinsics"] = cam.extrinsics()
