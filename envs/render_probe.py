@@ -20,6 +20,7 @@ import torch
 
 import envs
 import envs.sensors.suite as suite
+from envs.sensors.camera import cut_on_device
 
 
 def _make(env_id: str, n: int, batched: bool):
@@ -73,10 +74,12 @@ def main(argv: list[str] | None = None) -> int:
         b = slow.step(action)[0]
         if t in (0, 9):
             _compare(a, b, f"step {t + 1}")
+    view = fast.unwrapped.sensors.render()  # the human-view camera, picture by picture beside the group
+    print(f"render(): {tuple(view.shape)}, mean {view.float().mean():.1f}, std {view.float().std():.1f}")
     for name, env in (("batched", fast), ("per-camera", slow)):
         print(f"{name:>10}: {_fps(env, args.steps):,.0f} env-steps/s (N = {args.num_envs}, rgbd, 2 cameras)", flush=True)
     gpu, world = fast.unwrapped.sensors.gpu, fast.unwrapped.world
-    times = {"update": 0.0, "pictures": 0.0, "read": 0.0}
+    times = {"update": 0.0, "pictures": 0.0, "cut and copy rgb + depth": 0.0}
     for _ in range(50):
         world.clock.tick()
         t0 = time.perf_counter()
@@ -85,11 +88,13 @@ def main(argv: list[str] | None = None) -> int:
         gpu.take_pictures()
         t2 = time.perf_counter()
         for uid in gpu.cameras:
-            gpu.read(uid)
+            raw = gpu.read(uid)
+            for key in ("rgb", "depth"):
+                cut_on_device(raw, key).cpu()
         t3 = time.perf_counter()
         times["update"] += t1 - t0
         times["pictures"] += t2 - t1
-        times["read"] += t3 - t2
+        times["cut and copy rgb + depth"] += t3 - t2
     print("batched phases per step: " + ", ".join(f"{k} {v / 50 * 1e3:.2f} ms" for k, v in times.items()))
     fast.close()
     slow.close()

@@ -231,3 +231,13 @@ def test_gpu_batched_rendering_only_with_cuda_and_a_gpu_render_device(make):
     assert (base.sensors.gpu is not None) == expected
     obs, _ = env.reset(seed=0)
     assert obs["cameras"]["base_camera"]["rgb"].float().std() > 0
+    # the GPU path cuts the pictures on the device with torch: the same numbers as the numpy cuts
+    from envs.sensors import camera
+
+    base.sensors._update_render()
+    cam = base.sensors.cameras["base_camera"]
+    cam.take_picture()
+    raw = cam.read()
+    for key, cut in (("rgb", camera.rgb_of), ("depth", camera.depth_of), ("segmentation", camera.segmentation_of)):
+        on_device = camera.cut_on_device(torch.from_numpy(raw), key)
+        assert on_device.dtype == cut(raw).dtype and torch.equal(on_device, cut(raw)), key

@@ -62,6 +62,19 @@ def segmentation_of(raw: np.ndarray) -> torch.Tensor:  # (N, H, W, 1) int16 enti
     return torch.from_numpy(raw[..., 2:3].astype(np.int16))
 
 
+def cut_on_device(raw: torch.Tensor, key: str) -> torch.Tensor:
+    """The cuts above for a picture batch still on the GPU (gpu_batch.py): cutting there first
+    leaves 5 of the 16 bytes per pixel to copy back. GPUs are little-endian."""
+    if key == "rgb":
+        packed = raw[..., 0].contiguous()
+        return packed.view(torch.uint8).reshape(*packed.shape, 4)[..., :3]
+    if key == "depth":
+        return torch.clamp((raw[..., 1:2] + 500) // 1000, 0, DEPTH_MAX_MM).to(torch.int16)
+    if key == "segmentation":
+        return raw[..., 2:3].to(torch.int16)
+    raise ValueError(f"no cut named {key!r}")
+
+
 class BatchedCamera:
     def __init__(self, config: CameraConfig, components: list[sapien.render.RenderCameraComponent], offsets: torch.Tensor):
         self.config = config

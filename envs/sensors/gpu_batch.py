@@ -75,5 +75,5 @@ class GpuCameraBatch:
         for group in self.cameras.values():
             group.take_picture()
 
-    def read(self, uid: str) -> np.ndarray:  # (N, H, W, 4) int32, as BatchedCamera.read
-        return self.cameras[uid].get_picture_cuda(self.picture).torch().cpu().numpy()
+    def read(self, uid: str) -> torch.Tensor:  # (N, H, W, 4) int32 on the GPU, as BatchedCamera.read
+        return self.cameras[uid].get_picture_cuda(self.picture).torch()

@@ -143,8 +143,13 @@ class Sensors:
         out: dict[str, Any] = {"cameras": {}}
         clouds = []
         for uid, cam in self.cameras.items():
-            raw = self.gpu.read(uid) if self.gpu is not None else cam.read()  # (N, H, W, 4) int32
-            entry = {key: _CUT[key](raw) for key in _KEYS[mode]}
+            if self.gpu is not None:  # cut on the GPU, copy back only what the mode keeps
+                raw_gpu = self.gpu.read(uid)
+                entry = {key: camera.cut_on_device(raw_gpu, key).cpu() for key in _KEYS[mode]}
+                raw = raw_gpu.cpu().numpy() if mode is ObsMode.POINTCLOUD else None
+            else:
+                raw = cam.read()  # (N, H, W, 4) int32
+                entry = {key: _CUT[key](raw) for key in _KEYS[mode]}
             entry["intrinsics"] = cam.intrinsics()
             entry["extrinsics"] = cam.extrinsics()
             if mode is ObsMode.POINTCLOUD:
