@@ -33,7 +33,7 @@ from envs.core.registry import check_env_id
 from envs.modes import ControlMode, ObsMode, parse_mode
 from replay.control import CONVERTIBLE, ConvertLimits
 from replay.observe import OBS_UNITS
-from replay.trajectory import TrajectoryError, TrajectoryWriter, batch_env_kwargs, read_meta, sidecar_path
+from replay.trajectory import TrajectoryError, TrajectoryWriter, batch_env_kwargs, precompress, read_meta, sidecar_path
 
 POSITION_SOURCES = CONVERTIBLE  # modes whose drive targets are a position reference
 
@@ -226,7 +226,9 @@ def convert_episodes(cfg: ConvertConfig, ids: list[int], on_done: Callable[[int]
         finally:
             env.close()
         for o, ob in zip(keep, obs):
-            o.episode = with_obs(o.episode, ob, cfg.obs_mode)
+            # images are compressed here, in the worker that rendered them: the parent, which
+            # writes every episode, only copies their bytes (and the pipe carries ~1/40 of them)
+            o.episode = with_obs(o.episode, precompress(ob), cfg.obs_mode)
     return outcomes
 
 

@@ -25,11 +25,13 @@ it, so DataLoader workers forked later each open their own handle.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import shutil
 import time
 import uuid
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
@@ -109,10 +111,55 @@ def image_storage(value: np.ndarray) -> dict[str, Any] | None:
     return {"chunks": chunks, "compression": "gzip", "compression_opts": IMAGE_GZIP_LEVEL, "shuffle": value.dtype == np.int16}
 
 
+@dataclass
+class CompressedImages:
+    """An image array already encoded as its HDF5 chunks (the filters of `image_storage`: shuffle
+    for int16, then deflate), so that whoever writes the file only copies bytes. Made where the
+    images are made (`precompress`, in conversion workers); written with `write_direct_chunk`."""
+
+    shape: tuple[int, ...]
+    dtype: np.dtype
+    storage: dict[str, Any]
+    chunks: list[tuple[tuple[int, ...], bytes]]  # (offset, filtered bytes)
+
+    @classmethod
+    def encode(cls, value: np.ndarray, storage: dict[str, Any]) -> "CompressedImages":
+        shape, size = value.shape, storage["chunks"]
+        out = []
+        for offset in itertools.product(*(range(0, n, c) for n, c in zip(shape, size))):
+            block = value[tuple(slice(o, o + c) for o, c in zip(offset, size))]
+            if block.shape != tuple(size):  # an edge chunk is stored whole, zero-filled
+                full = np.zeros(size, value.dtype)
+                full[tuple(slice(0, n) for n in block.shape)] = block
+                block = full
+            raw = np.ascontiguousarray(block).view(np.uint8).reshape(-1, value.dtype.itemsize)
+            data = (raw.T if storage["shuffle"] else raw).tobytes()
+            out.append((offset, zlib.compress(data, storage["compression_opts"])))
+        return cls(tuple(shape), value.dtype, storage, out)
+
+    def write(self, group: h5py.Group, key: str) -> None:
+        ds = group.create_dataset(key, shape=self.shape, dtype=self.dtype, **self.storage)
+        for offset, data in self.chunks:
+            ds.id.write_direct_chunk(offset, data)
+
+
+def precompress(tree: Any) -> Any:
+    """An observation tree with every image array (see `image_storage`) encoded as CompressedImages."""
+    if isinstance(tree, dict):
+        return {k: precompress(v) for k, v in tree.items()}
+    if isinstance(tree, np.ndarray) and tree.size:
+        storage = image_storage(tree)
+        if storage is not None:
+            return CompressedImages.encode(tree, storage)
+    return tree
+
+
 def _write_tree(group: h5py.Group, tree: dict[str, Any], compress: bool) -> None:
     for key, value in tree.items():
         if isinstance(value, dict):
             _write_tree(group.create_group(key), value, compress)
+        elif isinstance(value, CompressedImages):
+            value.write(group, key)
         else:
             value = np.asarray(value)
             images = image_storage(value) if compress and value.size else None
