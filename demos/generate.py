@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import os
 import platform
+import re
+from collections import Counter
 import tempfile
 import time
 from dataclasses import dataclass
@@ -156,6 +158,9 @@ def _check_resumable(cfg: GenerateConfig, path: Path) -> None:
     cfg.seed = gen["seed"]
 
 
+HOPELESS_ATTEMPTS = 64  # with no success after this many attempts (and at least 4 batches), a run stops
+
+
 @dataclass
 class Progress:
     saved: int
@@ -189,6 +194,8 @@ def generate(cfg: GenerateConfig, on_progress: Callable[[Progress], None] | None
         workers = GenerationWorkers(spec, cfg.workers)
         next_attempt = max((e["info"]["attempt"] + 1 for e in writer.meta["episodes"]), default=0)
         progress = Progress(writer.num_episodes, 0, 0, 0.0, resumed_from=writer.num_episodes)
+        failures: Counter[str] = Counter()  # failure reasons, numbers blanked: "solution took # steps > ..."
+        example: dict[str, str] = {}
         done: dict[int, list] = {}  # finished batches waiting for earlier ones
         next_batch = commit_batch = 0
         while writer.num_episodes < cfg.n:
@@ -205,6 +212,10 @@ def generate(cfg: GenerateConfig, on_progress: Callable[[Progress], None] | None
                 progress.attempts += cfg.num_envs
                 for b, o in enumerate(outcomes or []):
                     progress.successes += int(o.success)
+                    if not o.success:
+                        kind = re.sub(r"\d+(\.\d+)?", "#", o.reason)
+                        failures[kind] += 1
+                        example.setdefault(kind, o.reason)
                     keep = o.episode is not None and (o.success or not cfg.only_success)
                     if keep and writer.num_episodes < cfg.n:
                         o.episode.info = {"attempt": first + b, "reason": o.reason}
@@ -212,6 +223,12 @@ def generate(cfg: GenerateConfig, on_progress: Callable[[Progress], None] | None
                 writer.commit()
             progress.saved = writer.num_episodes
             progress.elapsed = time.perf_counter() - start
+            if cfg.only_success and progress.successes == 0 and progress.attempts >= max(HOPELESS_ATTEMPTS, 4 * cfg.num_envs):
+                kind, count = failures.most_common(1)[0] if failures else ("", 0)
+                raise ValueError(
+                    f"no attempt succeeded in {progress.attempts}; the most common failure ({count} of them): "
+                    f"{example.get(kind, 'worker crashes')}"
+                )
             if on_progress:
                 on_progress(progress)
         complete = True

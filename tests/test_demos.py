@@ -321,6 +321,18 @@ def test_hold_and_speed_shape_the_demos(made, tmp_path):
     assert verify_file(slow.path, num_envs=2) == (N, N, [])
 
 
+def test_a_run_where_nothing_succeeds_stops_with_the_reason(tmp_path, monkeypatch):
+    """Demos too slow for the task's episode length never succeed: the run stops after a few
+    batches with the most common reason, and leaves no file behind."""
+    import demos.generate as gen
+
+    monkeypatch.setattr(gen, "HOPELESS_ATTEMPTS", 8)
+    out = tmp_path / "slow.h5"
+    with pytest.raises(ValueError, match=r"no attempt succeeded in 8; the most common failure \(8 of them\): solution took \d+ steps > max_episode_steps 100"):
+        _gen("PickCube-v1", out, n=2, workers=2, speed=0.25, hold=10)
+    assert list(tmp_path.iterdir()) == []
+
+
 # ---- bad input ----------------------------------------------------------------------------------------
 @pytest.mark.parametrize(
     "args, says",
