@@ -113,6 +113,10 @@ class ParallelEnv(gym.Env):
     metadata = {"render_modes": []}
     render_mode = None
     poll_s = 0.5  # seconds between liveness checks of a worker that has not answered yet
+    # After answering, a worker polls its pipe this long before blocking on it: the next step's
+    # command usually comes within a millisecond, and waking a blocked process costs more than
+    # that on a virtual machine's idle vCPU (docs/PERFORMANCE.md, "Worker processes").
+    worker_spin_s = 0.002
 
     def __init__(self, env_cls: type, num_workers: int, *args: Any, **kwargs: Any):
         if args:
@@ -144,7 +148,7 @@ class ParallelEnv(gym.Env):
         ctx.set_forkserver_preload(preload)  # takes effect when the server starts (once per process)
         for k, (first, n) in enumerate(self.slices):
             parent_end, child_end = ctx.Pipe()
-            spec = WorkerSpec(self.env_cls, kwargs, k, first, n)
+            spec = WorkerSpec(self.env_cls, kwargs, k, first, n, self.worker_spin_s)
             p = ctx.Process(target=run_worker, args=(child_end, spec), name=f"skillforge-worker-{k}", daemon=True)
             p.start()
             child_end.close()

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import pickle
 import signal
+import time
 import traceback
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
@@ -33,6 +34,7 @@ class WorkerSpec:
     index: int
     first: int  # global index of the worker's first env
     num_envs: int
+    spin_s: float = 0.0  # how long an idle worker polls its pipe before it blocks on it
 
 
 def observe(env) -> tuple[Any, dict[str, torch.Tensor]]:
@@ -121,6 +123,9 @@ class Worker:
     def serve(self) -> None:
         conn = self.conn
         while True:
+            spin_until = time.perf_counter() + self.spec.spin_s
+            while not conn.poll(0) and time.perf_counter() < spin_until:
+                pass
             data = conn.recv_bytes()
             try:
                 if data == STEP:
