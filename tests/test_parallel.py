@@ -178,7 +178,7 @@ def test_bad_actions_raise_the_in_process_errors(make):
 def test_a_dying_worker_raises_one_clear_error_at_once(make, sig):
     env = make(num_envs=4, num_workers=2)
     env.reset(seed=0)
-    pid = env.worker_pids[1]
+    pid, = env.worker_pids  # worker 1: worker 0 is this process (LocalWorker)
     killed_at = []
 
     def kill():

@@ -1,11 +1,13 @@
 """N batched envs spread over W worker processes, behind the batched API of `BaseEnv`.
 
-    env = gym.make("PickCube-v1", num_envs=64, num_workers=4)   # 4 processes x 16 envs
+    env = gym.make("PickCube-v1", num_envs=64, num_workers=4)   # 4 slices x 16 envs
 
 Worker k runs the task class in-process on a contiguous slice of the envs, which keep their
 global indices: env i sits at its own grid place in the worker's scene, and `reset(seed=s)` seeds
 env i with s + i, as in one process. Actions, observations, rewards, flags and info move through
-one shared-memory segment; on the step path the pipes carry one byte each way.
+one shared-memory segment; on the step path the pipes carry one byte each way. Worker 0 is this
+process itself (`LocalWorker`): it steps the first slice while worker processes 1..W-1 step theirs,
+so W workers fill W cores with W processes.
 
 Same results as one process, to float32 rounding: every env starts bit-identically for a seed,
 but PhysX batches the solver work of the envs that share a scene, so which other envs share
@@ -39,7 +41,7 @@ import torch
 
 from envs.parallel.layout import Field, Layout, Path, unflatten
 from envs.parallel.spaces import with_num_envs
-from envs.parallel.worker import OK, STEP, WorkerSpec, run_worker
+from envs.parallel.worker import OK, STEP, LocalWorker, WorkerSpec, run_worker
 
 
 class WorkerDiedError(RuntimeError):
@@ -147,6 +149,8 @@ class ParallelEnv(gym.Env):
         preload = ["envs"] + ([self.env_cls.__module__] if self.env_cls.__module__ != "__main__" else [])
         ctx.set_forkserver_preload(preload)  # takes effect when the server starts (once per process)
         for k, (first, n) in enumerate(self.slices):
+            if k == 0:  # built below, in this process, while the worker processes build theirs
+                continue
             parent_end, child_end = ctx.Pipe()
             spec = WorkerSpec(self.env_cls, kwargs, k, first, n, self.worker_spin_s)
             p = ctx.Process(target=run_worker, args=(child_end, spec), name=f"skillforge-worker-{k}", daemon=True)
@@ -154,7 +158,10 @@ class ParallelEnv(gym.Env):
             child_end.close()
             self._procs.append(p)
             self._conns.append(parent_end)
-            self._outstanding[k] = 1  # its description
+        local = LocalWorker(WorkerSpec(self.env_cls, kwargs, 0, *self.slices[0]))
+        self._procs.insert(0, local)
+        self._conns.insert(0, local)
+        self._outstanding = [1] * self.num_workers  # each owes its description
         descriptions = self._gather(range(self.num_workers), "starting")
         d = descriptions[0]
         for k, other in enumerate(descriptions):
@@ -334,7 +341,8 @@ class ParallelEnv(gym.Env):
     # ---- attributes that live in the workers ----------------------------------------------------
     @property
     def worker_pids(self) -> list[int]:
-        return [p.pid for p in self._procs]
+        """The worker processes' pids (the first slice is stepped by this process)."""
+        return [p.pid for p in self._procs if not isinstance(p, LocalWorker)]
 
     @property
     def elapsed_steps(self) -> torch.Tensor:  # (N,) int32

@@ -25,6 +25,7 @@ from envs.parallel.layout import Layout, Path, fields_of, flatten
 
 STEP = b"s"
 OK = b"\x00"
+CLOSE = pickle.dumps(("close",))
 
 
 @dataclass(frozen=True)
@@ -67,7 +68,7 @@ def _error(exc: BaseException) -> bytes:
 
 
 class Worker:
-    def __init__(self, conn: Connection, spec: WorkerSpec):
+    def __init__(self, conn: Connection | None, spec: WorkerSpec):
         self.conn = conn
         self.spec = spec
         self.env = spec.env_cls(num_envs=spec.num_envs, first_env_index=spec.first, **spec.kwargs)
@@ -120,6 +121,18 @@ class Worker:
             return self.attach(*args)
         raise ValueError(f"unknown worker command {command!r}")
 
+    def answer(self, data: bytes) -> bytes:
+        """The reply to one message of the protocol (not "close")."""
+        try:
+            if data == STEP:
+                self.step()
+                return OK
+            command, *args = pickle.loads(data)
+            result = self.handle(command, *args)
+            return OK if result is None else pickle.dumps(("ok", result))
+        except Exception as e:
+            return _error(e)
+
     def serve(self) -> None:
         conn = self.conn
         while True:
@@ -127,18 +140,9 @@ class Worker:
             while not conn.poll(0) and time.perf_counter() < spin_until:
                 pass
             data = conn.recv_bytes()
-            try:
-                if data == STEP:
-                    self.step()
-                    conn.send_bytes(OK)
-                    continue
-                command, *args = pickle.loads(data)
-                if command == "close":
-                    return
-                result = self.handle(command, *args)
-                conn.send_bytes(OK if result is None else pickle.dumps(("ok", result)))
-            except Exception as e:
-                conn.send_bytes(_error(e))
+            if data == CLOSE:
+                return
+            conn.send_bytes(self.answer(data))
 
     def close(self) -> None:
         self.views = {}
@@ -169,3 +173,57 @@ def run_worker(conn: Connection, spec: WorkerSpec) -> None:
         if worker is not None:
             worker.close()
         conn.close()
+
+
+class LocalWorker:
+    """The first slice of a parallel env, stepped by the parent process itself while the worker
+    processes step the others: one process fewer to wake per step, and the parent's core does a
+    share of the work instead of waiting. Stands in for a worker's pipe end (`send_bytes`, `poll`,
+    `recv_bytes`) and its process (`is_alive`, `join`, `kill`, `pid`), so the parent's protocol
+    code is the same for both; a message is answered when its reply is read, i.e. after the
+    messages to the worker processes have gone out."""
+
+    def __init__(self, spec: WorkerSpec):
+        self.pid, self.exitcode = None, None
+        self._pending: list[bytes] = []
+        self._reply: bytes | None = None
+        try:
+            self.worker: Worker | None = Worker(None, spec)
+            self._reply = pickle.dumps(("ok", describe(self.worker.env)))
+        except Exception as e:
+            self.worker = None
+            self._reply = _error(e)
+
+    def send_bytes(self, data: bytes) -> None:
+        if data == CLOSE:
+            self.kill()
+        else:
+            self._pending.append(data)
+
+    def poll(self, timeout: float = 0.0) -> bool:
+        return self._reply is not None or bool(self._pending)
+
+    def recv_bytes(self) -> bytes:
+        if self._reply is not None:
+            reply, self._reply = self._reply, None
+            return reply
+        data = self._pending.pop(0)
+        try:
+            return self.worker.answer(data)
+        except BaseException:  # interrupted (Ctrl-C) inside the command: it owes no other reply
+            self._reply = OK
+            raise
+
+    def is_alive(self) -> bool:
+        return True
+
+    def join(self, timeout: float | None = None) -> None:
+        pass
+
+    def kill(self) -> None:
+        if self.worker is not None:
+            self.worker.close()
+            self.worker = None
+
+    def close(self) -> None:
+        pass
