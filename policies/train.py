@@ -7,9 +7,12 @@ checkpoint on fresh seeds) and curves.png (loss and eval success against trainin
 
 from __future__ import annotations
 
+import contextlib
 import json
+import logging
 import os
 import time
+import warnings
 from datetime import timedelta
 from pathlib import Path
 from typing import Any, Sequence
@@ -30,6 +33,39 @@ from policies.module import PolicyModule, load_policy
 from policies.plot import plot_curves
 
 FINAL_SEED_OFFSET = 50_000  # the final evaluation's seeds differ from those that picked the best checkpoint
+
+# Lightning's advice that does not apply here, kept out of the run's output: the loaders have no
+# workers on purpose (batches are gathered on the device), the run directory is ours and holds
+# config.yaml before the loggers start, the exception-checkpoint callback makes fit() look for a
+# last.ckpt to resume even on a fresh run, and a deprecation inside Lightning itself.
+_NOT_FOR_US = (
+    r"The '\w+_dataloader' does not have many workers",
+    r"Experiment logs directory .* exists and is not empty",
+    r"`\.fit\(ckpt_path=None\)` was called without a model",
+    r"\.fit\(ckpt_path=\"last\"\) is set, but there is no last checkpoint",
+    r"`isinstance\(treespec, LeafSpec\)` is deprecated",
+)
+
+
+class _NoTips(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "Tip:" not in record.getMessage()
+
+
+@contextlib.contextmanager
+def _quiet_lightning():
+    loggers = [logging.getLogger(n) for n in ("lightning.pytorch.utilities.rank_zero", "lightning.pytorch")]
+    tips = _NoTips()
+    with warnings.catch_warnings():
+        for message in _NOT_FOR_US:
+            warnings.filterwarnings("ignore", message=message)
+        for lg in loggers:
+            lg.addFilter(tips)
+        try:
+            yield
+        finally:
+            for lg in loggers:
+                lg.removeFilter(tips)
 
 
 def run_dir(run: RunConfig, env_id: str) -> Path:
@@ -78,17 +114,18 @@ def train(run: RunConfig, callbacks: Sequence[L.Callback] = ()) -> dict[str, Any
     best = ModelCheckpoint(ckpt_dir, filename="best", monitor="eval/success_at_end" if evaluating else "val/loss",
                            mode="max" if evaluating else "min", save_top_k=1, save_last=True, enable_version_counter=False)
     eval_cb = EvalCallback(run.eval)
-    trainer = L.Trainer(
-        accelerator=run.train.accelerator, devices=run.train.devices, strategy=run.train.strategy,
-        precision=_precision(run), max_steps=run.train.max_steps,
-        max_time=timedelta(minutes=run.train.max_minutes) if run.train.max_minutes else None,
-        logger=[CSVLogger(out, name="", version=""), TensorBoardLogger(out, name="tb", version="", default_hp_metric=False)],
-        callbacks=[eval_cb, Throughput(run.train.batch_size), best, OnExceptionCheckpoint(ckpt_dir, "interrupted"), *callbacks],
-        check_val_every_n_epoch=1, num_sanity_val_steps=0, log_every_n_steps=min(50, run.train.val_every),
-        enable_progress_bar=run.train.progress_bar, enable_model_summary=False, default_root_dir=out,
-    )
-    start = time.monotonic()
-    trainer.fit(module, dm, ckpt_path=str(resume_from) if run.train.resume else None)
+    with _quiet_lightning():
+        trainer = L.Trainer(
+            accelerator=run.train.accelerator, devices=run.train.devices, strategy=run.train.strategy,
+            precision=_precision(run), max_steps=run.train.max_steps,
+            max_time=timedelta(minutes=run.train.max_minutes) if run.train.max_minutes else None,
+            logger=[CSVLogger(out, name="", version=""), TensorBoardLogger(out, name="tb", version="", default_hp_metric=False)],
+            callbacks=[eval_cb, Throughput(run.train.batch_size), best, OnExceptionCheckpoint(ckpt_dir, "interrupted"), *callbacks],
+            check_val_every_n_epoch=1, num_sanity_val_steps=0, log_every_n_steps=min(50, run.train.val_every),
+            enable_progress_bar=run.train.progress_bar, enable_model_summary=False, default_root_dir=out,
+        )
+        start = time.monotonic()
+        trainer.fit(module, dm, ckpt_path=str(resume_from) if run.train.resume else None)
     if not best.best_model_path and not last.is_file():  # stopped (max_minutes) before the first validation
         trainer.save_checkpoint(last)
     if not trainer.is_global_zero:
