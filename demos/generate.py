@@ -210,6 +210,9 @@ def generate(cfg: GenerateConfig, on_progress: Callable[[Progress], None] | None
                 first = next_attempt + commit_batch * cfg.num_envs
                 commit_batch += 1
                 progress.attempts += cfg.num_envs
+                if outcomes is None:  # the worker crashed: the whole batch failed
+                    failures["a generation worker crashed"] += cfg.num_envs
+                    example.setdefault("a generation worker crashed", "a generation worker crashed")
                 for b, o in enumerate(outcomes or []):
                     progress.successes += int(o.success)
                     if not o.success:
@@ -224,10 +227,10 @@ def generate(cfg: GenerateConfig, on_progress: Callable[[Progress], None] | None
             progress.saved = writer.num_episodes
             progress.elapsed = time.perf_counter() - start
             if cfg.only_success and progress.successes == 0 and progress.attempts >= max(HOPELESS_ATTEMPTS, 4 * cfg.num_envs):
-                kind, count = failures.most_common(1)[0] if failures else ("", 0)
+                kind, count = failures.most_common(1)[0]
                 raise ValueError(
                     f"no attempt succeeded in {progress.attempts}; the most common failure ({count} of them): "
-                    f"{example.get(kind, 'worker crashes')}"
+                    f"{example[kind]}"
                 )
             if on_progress:
                 on_progress(progress)

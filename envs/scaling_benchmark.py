@@ -51,14 +51,18 @@ def load_average() -> str:
 
 def _independent_one(args: tuple, barrier, results) -> None:
     env_id, n, steps, obs_mode, control_mode, core = args
-    torch.set_num_threads(1)
-    if core is not None:
-        os.sched_setaffinity(0, {core})
-    timed = _Timed(env_id, n, obs_mode, control_mode, None, warmup=20)
-    barrier.wait()
-    timed.timed_step(steps)
-    results.put((n * steps, timed.wall))
-    timed.env.close()
+    try:
+        torch.set_num_threads(1)
+        if core is not None:
+            os.sched_setaffinity(0, {core})
+        timed = _Timed(env_id, n, obs_mode, control_mode, None, warmup=20)
+        barrier.wait()
+        timed.timed_step(steps)
+        results.put((n * steps, timed.wall))
+        timed.env.close()
+    except BaseException as e:
+        barrier.abort()  # the others stop waiting for this one
+        results.put(repr(e))
 
 
 def run_independent(env_id: str, num_envs: int, procs: int, steps: int, obs_mode: str, control_mode: str,
@@ -77,8 +81,9 @@ def run_independent(env_id: str, num_envs: int, procs: int, steps: int, obs_mode
     out = [results.get() for _ in ps]
     for p in ps:
         p.join()
-    if any(p.exitcode for p in ps):
-        raise RuntimeError(f"an independent benchmark process failed (exit codes {[p.exitcode for p in ps]})")
+    failed = [o for o in out if isinstance(o, str) and "BrokenBarrierError" not in o]
+    if failed or any(isinstance(o, str) for o in out):
+        raise RuntimeError(f"an uncoupled benchmark process failed: {failed[0] if failed else out[0]}")
     wall = max(w for _, w in out)
     return {"fps": sum(s for s, _ in out) / wall, "psps": steps / wall}
 

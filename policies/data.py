@@ -200,11 +200,7 @@ class DemoData:
 
     def split(self, val_fraction: float, seed: int) -> tuple[list[int], list[int]]:
         """Episode indices (into this data) for training and validation, seeded."""
-        order = torch.randperm(self.num_episodes, generator=torch.Generator().manual_seed(seed)).tolist()
-        n_val = int(round(val_fraction * self.num_episodes))
-        if val_fraction > 0 and self.num_episodes >= 2:
-            n_val = max(1, min(n_val, self.num_episodes - 1))
-        return sorted(order[n_val:]), sorted(order[:n_val])
+        return split_episodes(self.num_episodes, val_fraction, seed)
 
     def windows(self, episodes: list[int], obs_horizon: int, pred_horizon: int) -> dict[str, torch.Tensor]:
         """Index tables of every sample of `episodes`: obs (S, To) rows into state/images,
@@ -227,6 +223,16 @@ class DemoData:
         acts = torch.cat([torch.arange(self.act_start[e], self.act_start[e] + self.lengths[e]) for e in episodes])
         obs = torch.cat([torch.arange(self.obs_start[e], self.obs_start[e] + self.lengths[e] + 1) for e in episodes])
         return acts, obs
+
+
+def split_episodes(num_episodes: int, val_fraction: float, seed: int) -> tuple[list[int], list[int]]:
+    """Indices 0..num_episodes-1 for training and validation: a seeded shuffle, at least one
+    episode on each side when val_fraction > 0 and there are two or more."""
+    order = torch.randperm(num_episodes, generator=torch.Generator().manual_seed(seed)).tolist()
+    n_val = int(round(val_fraction * num_episodes))
+    if val_fraction > 0 and num_episodes >= 2:
+        n_val = max(1, min(n_val, num_episodes - 1))
+    return sorted(order[n_val:]), sorted(order[:n_val])
 
 
 def _read(node) -> Any:

@@ -26,11 +26,12 @@ from lightning.pytorch.utilities import rank_zero_info
 
 from policies.callbacks import EvalCallback, Throughput
 from policies.config import RunConfig
-from policies.data import DemoData
+from policies.data import DemoData, split_episodes
 from policies.datamodule import DemoDataModule
 from policies.evaluate import evaluate, summary
 from policies.module import PolicyModule, load_policy
 from policies.plot import plot_curves
+from replay.trajectory import TrajectoryFile
 
 FINAL_SEED_OFFSET = 50_000  # the final evaluation's seeds differ from those that picked the best checkpoint
 
@@ -91,8 +92,14 @@ def train(run: RunConfig, callbacks: Sequence[L.Callback] = ()) -> dict[str, Any
     resume_from = max((p for p in (last, interrupted) if p.is_file()), key=lambda p: p.stat().st_mtime, default=None)
     if run.train.resume and resume_from is None:
         raise ValueError(f"--train.resume: no {last} to continue from")
-    if not run.train.resume and last.is_file() and global_zero:
+    if not run.train.resume and resume_from is not None and global_zero:
         raise ValueError(f"{out} already holds a run: pass --train.resume to continue it, or another --train.name")
+    evaluating = run.eval.episodes > 0
+    if not evaluating:  # the validation loss picks the best checkpoint: there must be validation episodes
+        used = len(TrajectoryFile(run.data).episodes[: run.dataset.max_episodes or None])
+        if not split_episodes(used, run.dataset.val_fraction, run.dataset.split_seed)[1]:
+            raise ValueError(f"dataset.val_fraction {run.dataset.val_fraction} leaves none of the {used} episodes for "
+                             "validation, which picks the best checkpoint when eval.episodes is 0")
     if global_zero:
         out.mkdir(parents=True, exist_ok=True)
         if run.train.resume and (out / "metrics.csv").is_file():  # the CSV logger starts a new file: keep the old part
@@ -110,7 +117,6 @@ def train(run: RunConfig, callbacks: Sequence[L.Callback] = ()) -> dict[str, Any
     dm = DemoDataModule(run.data, run.dataset, p.obs_horizon, p.pred_horizon, run.train.batch_size, run.train.val_every,
                         run.train.val_batches, run.train.seed)
     module = PolicyModule(run.to_dict(), spec.to_dict(), env)
-    evaluating = run.eval.episodes > 0
     best = ModelCheckpoint(ckpt_dir, filename="best", monitor="eval/success_at_end" if evaluating else "val/loss",
                            mode="max" if evaluating else "min", save_top_k=1, save_last=True, enable_version_counter=False)
     eval_cb = EvalCallback(run.eval)

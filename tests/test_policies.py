@@ -265,6 +265,24 @@ def test_all_episodes_for_training_and_state_noise(state_file, tmp_path):
     assert torch.equal(policy.condition(batch), policy.condition(batch))
 
 
+def test_a_fresh_run_never_picks_up_an_old_one(state_file, tmp_path):
+    """A run directory holding a checkpoint (also only the one written on Ctrl-C) is refused
+    without --train.resume; with no evaluation, the data must leave validation episodes."""
+    from policies.train import train
+
+    run = _tiny("bc", state_file, tmp_path, max_steps=2, val_every=2)
+    (tmp_path / "run" / "checkpoints").mkdir(parents=True)
+    (tmp_path / "run" / "checkpoints" / "interrupted.ckpt").write_bytes(b"")
+    with pytest.raises(ValueError, match="already holds a run"):
+        train(run)
+    run = _tiny("bc", state_file, tmp_path / "other", max_steps=2, val_every=2)
+    run.eval = type(run.eval)(episodes=0, final_episodes=0)
+    run.dataset = DatasetConfig(val_fraction=0.25, max_episodes=1)
+    with pytest.raises(ValueError, match="leaves none of the 1 episodes for validation"):
+        train(run)
+    assert not (tmp_path / "other").exists()
+
+
 def test_resume_continues(state_file, tmp_path):
     from policies.train import train
 

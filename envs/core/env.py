@@ -167,7 +167,8 @@ class BaseEnv(gym.Env):
         if self.world.visual:
             from envs.sensors.suite import Sensors  # render code only for envs that render
 
-            self.sensors = Sensors(self.world, self.sensor_settings)
+            # SAPIEN's viewer adds its own camera to the scene, which a GPU render group forbids
+            self.sensors = Sensors(self.world, self.sensor_settings, gpu_batch=False if render_mode == RenderMode.HUMAN.value else None)
         self.controller: Controller = self._make_controller()
         self.rng = BatchRNG(self.num_envs)
         self.elapsed_steps = torch.zeros(self.num_envs, dtype=torch.int32)

@@ -16,9 +16,10 @@ docs/PERFORMANCE.md has the measured differences.
 
 Lifetime: the shared segment is unlinked as soon as every worker has mapped it, so nothing is
 left in /dev/shm even if the parent is killed; workers leave when their pipe closes; `close()`,
-`with`, garbage collection and interpreter exit stop them. A worker that dies raises
+`with`, garbage collection and interpreter exit stop them. A worker process that dies raises
 `WorkerDiedError` in the parent at once (the parent waits on each worker's exit as well as its
-reply) and closes the env. A worker that hangs without dying is not detected.
+reply) and closes the env. A worker that hangs without dying is not detected. Worker 0 runs in
+this process: a crash of the simulator there (a segfault) ends this process, as with num_workers=1.
 """
 
 from __future__ import annotations

@@ -10,8 +10,10 @@ built); it then waits for `("attach", segment name, layout)`.
 
 from __future__ import annotations
 
+import os
 import pickle
 import signal
+import threading
 import time
 import traceback
 from dataclasses import dataclass
@@ -184,20 +186,19 @@ class LocalWorker:
     messages to the worker processes have gone out."""
 
     def __init__(self, spec: WorkerSpec):
-        self.pid, self.exitcode = None, None
+        self.pid, self.exitcode = os.getpid(), None
         self._pending: list[bytes] = []
         self._reply: bytes | None = None
+        self.worker: Worker | None = None
         try:
-            self.worker: Worker | None = Worker(None, spec)
+            self.worker = Worker(None, spec)
             self._reply = pickle.dumps(("ok", describe(self.worker.env)))
         except Exception as e:
-            self.worker = None
+            self.kill()
             self._reply = _error(e)
 
     def send_bytes(self, data: bytes) -> None:
-        if data == CLOSE:
-            self.kill()
-        else:
+        if data != CLOSE:  # closing waits for join(), after the worker processes were told to close
             self._pending.append(data)
 
     def poll(self, timeout: float = 0.0) -> bool:
@@ -208,22 +209,34 @@ class LocalWorker:
             reply, self._reply = self._reply, None
             return reply
         data = self._pending.pop(0)
-        try:
+        if threading.current_thread() is not threading.main_thread():
             return self.worker.answer(data)
-        except BaseException:  # interrupted (Ctrl-C) inside the command: it owes no other reply
-            self._reply = OK
-            raise
+        # Ctrl-C waits until the command is done, as in the worker processes (which ignore it):
+        # a step interrupted halfway would leave this slice out of step with the others
+        interrupted = []
+        previous = signal.signal(signal.SIGINT, lambda *_: interrupted.append(True))
+        try:
+            reply = self.worker.answer(data)
+        finally:
+            signal.signal(signal.SIGINT, previous)
+        if interrupted:
+            self._reply = reply
+            raise KeyboardInterrupt
+        return reply
 
     def is_alive(self) -> bool:
-        return True
+        return self.worker is not None and self.poll()  # a reply owed with nothing to answer: lost
 
     def join(self, timeout: float | None = None) -> None:
-        pass
+        self.kill()
 
     def kill(self) -> None:
-        if self.worker is not None:
-            self.worker.close()
-            self.worker = None
+        worker, self.worker = self.worker, None
+        if worker is not None:
+            try:
+                worker.close()
+            except Exception:  # closing at shutdown: the other workers and the segment still go
+                pass
 
     def close(self) -> None:
         pass

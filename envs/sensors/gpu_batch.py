@@ -33,11 +33,14 @@ def available(world: BatchedWorld) -> bool:
     return world.scene.render_system.device.is_cuda()
 
 
-def _moving_entities(world: BatchedWorld, mounts: set[int]) -> list[sapien.Entity]:
-    """Every actor and link of the world that is drawn or carries a camera (ids in `mounts`)."""
+def _moving_entities(world: BatchedWorld, cameras: list[sapien.render.RenderCameraComponent]) -> list[sapien.Entity]:
+    """Every actor and link of the world that is drawn or carries one of `cameras`."""
     entities = [e for group in world.actors.values() for e in group.entities]
     for art in world.articulations.values():
         entities += [link.entity for links in art.links for link in links.values()]
+    # while `entities` holds the Python objects, SAPIEN hands out those same objects again, so
+    # ids compare (ids of objects made and dropped one by one would be reused)
+    mounts = {id(cam.entity) for cam in cameras}
     return [e for e in entities if e.find_component_by_type(sapien.render.RenderBodyComponent) is not None or id(e) in mounts]
 
 
@@ -45,8 +48,7 @@ class GpuCameraBatch:
     def __init__(self, world: BatchedWorld, cameras: dict[str, list[sapien.render.RenderCameraComponent]], picture: str):
         self.world = world
         self.picture = picture
-        mounts = {id(cam.entity) for components in cameras.values() for cam in components}
-        self.entities = _moving_entities(world, mounts)
+        self.entities = _moving_entities(world, [cam for components in cameras.values() for cam in components])
         row = {id(e): k for k, e in enumerate(self.entities)}
         for k, entity in enumerate(self.entities):
             body = entity.find_component_by_type(sapien.render.RenderBodyComponent)
@@ -59,7 +61,8 @@ class GpuCameraBatch:
                     cam.set_gpu_pose_batch_index(row[id(cam.entity)])
         scenes = list({id(s): s for s in world.scenes}.values())
         self.group = sapien.render.RenderSystemGroup([s.render_system for s in scenes])
-        self.poses = torch.zeros(len(self.entities), 7, device="cuda")
+        device = torch.device("cuda", world.scene.render_system.device.cuda_id)  # the GPU that renders
+        self.poses = torch.zeros(len(self.entities), 7, device=device)
         self._host = torch.zeros(len(self.entities), 7).pin_memory()
         self.group.set_cuda_poses(sapien.pysapien.CudaArray(self.poses))
         self.cameras = {uid: self.group.create_camera_group(components, [picture]) for uid, components in cameras.items()}

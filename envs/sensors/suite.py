@@ -21,6 +21,7 @@ the obs mode decides what is cut from it.
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import numpy as np
@@ -90,7 +91,12 @@ class Sensors:
         self.segmentation_ids = self._segmentation_ids()
         self.gpu = None
         if gpu_batch or (gpu_batch is None and self.cameras and gpu_batch_available(world)):
-            self.gpu = GpuCameraBatch(world, {uid: c.components for uid, c in self.cameras.items()}, camera.PICTURE)
+            try:
+                self.gpu = GpuCameraBatch(world, {uid: c.components for uid, c in self.cameras.items()}, camera.PICTURE)
+            except Exception as e:  # a GPU whose Vulkan and CUDA do not share memory (some vGPU, WSL)
+                if gpu_batch:
+                    raise
+                warnings.warn(f"GPU-batched cameras unavailable ({e}); rendering picture by picture", stacklevel=2)
         self._gpu_version = -1
 
     def _build(self, config: CameraConfig) -> BatchedCamera:
