@@ -81,9 +81,10 @@ def run_independent(env_id: str, num_envs: int, procs: int, steps: int, obs_mode
     out = [results.get() for _ in ps]
     for p in ps:
         p.join()
-    failed = [o for o in out if isinstance(o, str) and "BrokenBarrierError" not in o]
-    if failed or any(isinstance(o, str) for o in out):
-        raise RuntimeError(f"an uncoupled benchmark process failed: {failed[0] if failed else out[0]}")
+    errors = [o for o in out if isinstance(o, str)]  # a failed child's own error; the others report the broken barrier
+    if errors:
+        cause = next((e for e in errors if "BrokenBarrierError" not in e), errors[0])
+        raise RuntimeError(f"an uncoupled benchmark process failed: {cause}")
     wall = max(w for _, w in out)
     return {"fps": sum(s for s, _ in out) / wall, "psps": steps / wall}
 

@@ -11,7 +11,7 @@ one quantity for all N envs at once as (N, ...) torch tensors.
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, Iterable
 
 import numpy as np
 import sapien
@@ -23,8 +23,21 @@ SPACING = 5.0  # metres between neighbouring env origins: no task reaches that f
 ROW = 16  # envs per row; env i's origin depends on i alone, never on N
 
 
+def pose_rows(poses: Iterable[sapien.Pose]) -> np.ndarray:
+    """(n, 7) float32 [p, q] of SAPIEN poses, in the world frame. A Pose's state is its 7 numbers:
+    reading it is 3x faster than [*p.p, *p.q]."""
+    return np.array([p.__getstate__() for p in poses], dtype=np.float32)
+
+
 def _idx(env_idx: torch.Tensor | None, n: int) -> list[int]:
     return list(range(n)) if env_idx is None else env_idx.tolist()
+
+
+def _env_local(rows: np.ndarray, offsets: torch.Tensor) -> torch.Tensor:
+    """(N, 7) world-frame poses of env i's objects -> env-local (each env's grid offset removed)."""
+    out = torch.from_numpy(rows)
+    out[:, :3] -= offsets
+    return out
 
 
 class Clock:
@@ -66,10 +79,7 @@ class ActorGroup(_Cached):
         return self.cached("pose", self._read_pose)
 
     def _read_pose(self) -> torch.Tensor:
-        raw = np.array([e.get_pose().__getstate__() for e in self.entities], dtype=np.float32)  # a Pose's state is its 7 numbers: 3x faster than [*p.p, *p.q]
-        out = torch.from_numpy(raw)
-        out[:, :3] -= self._offsets
-        return out
+        return _env_local(pose_rows(e.get_pose() for e in self.entities), self._offsets)
 
     def set_pose(self, pose: torch.Tensor, env_idx: torch.Tensor | None = None) -> None:
         """pose: (len(env_idx), 7) env-local."""
@@ -173,16 +183,10 @@ class ArticulationGroup(_Cached):
                 js[c].set_drive_velocity_target(v)
 
     def root_pose(self) -> torch.Tensor:  # (N, 7) env-local
-        raw = np.array([a.get_root_pose().__getstate__() for a in self.articulations], dtype=np.float32)
-        out = torch.from_numpy(raw)
-        out[:, :3] -= self._offsets
-        return out
+        return _env_local(pose_rows(a.get_root_pose() for a in self.articulations), self._offsets)
 
     def link_pose(self, link: str) -> torch.Tensor:  # (N, 7) env-local
-        raw = np.array([ls[link].get_entity_pose().__getstate__() for ls in self.links], dtype=np.float32)
-        out = torch.from_numpy(raw)
-        out[:, :3] -= self._offsets
-        return out
+        return _env_local(pose_rows(ls[link].get_entity_pose() for ls in self.links), self._offsets)
 
     def state(self) -> torch.Tensor:
         """(N, 13 + 3 dof): root pose (7), root velocity (6), qpos, qvel, drive targets."""
