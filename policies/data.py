@@ -160,7 +160,8 @@ class DemoData:
             if "obs" not in g:
                 raise ValueError(f"{path}: traj_{entry['episode_id']} has no obs (generate with --obs-mode state, or replay convert)")
             obs = _read(g["obs"])
-            act = g["actions"][()].astype(np.float32)
+            # a perturbed conversion's labels (replay convert --action-noise) over what was executed
+            act = g["expert_actions" if "expert_actions" in g else "actions"][()].astype(np.float32)
             if self.spec is None:
                 self.spec = describe(obs, act, cfg)
             x = extract(obs, self.spec)

@@ -33,6 +33,11 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("--allow-failure", action="store_true", help="also write episodes whose conversion failed (marked unsuccessful)")
     c.add_argument("--cam-width", type=int, help="camera image width (camera obs modes)")
     c.add_argument("--cam-height", type=int, help="camera image height (camera obs modes)")
+    c.add_argument("--action-noise", type=float, default=0.0, metavar="STD",
+                   help="DART-style perturbed conversion: execute each converted action plus Gaussian noise of this std "
+                        "(target mode's action units, arm only) and keep the noise-free corrective actions as "
+                        "expert_actions, which policies train on (default 0: none)")
+    c.add_argument("--noise-seed", type=int, default=0, help="seed of --action-noise (default 0)")
     c.add_argument("--overwrite", action="store_true", help="replace an existing output")
     c.add_argument("--no-progress", action="store_true", help="no progress bar")
     s = sub.add_parser("split", help="episode-level train/val files FILE.train.h5 and FILE.val.h5")
@@ -57,13 +62,14 @@ def _convert(args) -> int:
     torch.set_num_threads(1)  # the env's torch work is small; a second thread only spins (docs/PERFORMANCE.md)
     from tqdm import tqdm
 
+    from replay.control import ActionNoise
     from replay.convert import ConvertConfig, run
 
     cfg = ConvertConfig(
         file=args.file, obs=args.obs, control=args.control, out=args.out, num_envs=args.num_envs,
         workers=args.workers, count=args.count, use_env_states=args.use_env_states,
         allow_failure=args.allow_failure, cam_width=args.cam_width, cam_height=args.cam_height,
-        overwrite=args.overwrite,
+        overwrite=args.overwrite, noise=ActionNoise(args.action_noise, seed=args.noise_seed),
     )
     what = f"{cfg.env_id} {cfg.source_obs.value}/{cfg.source_control.value} -> {cfg.obs_mode.value}/{cfg.control_mode.value}"
     bar = tqdm(total=len(cfg.episode_ids), unit="ep", desc=what, dynamic_ncols=True, disable=args.no_progress)

@@ -130,6 +130,32 @@ class ConvertLimits:
 
 
 @dataclass
+class ActionNoise:
+    """Perturbations for DART-style demonstrations (Laskey et al. 2017). With std > 0 every step
+    executes the converted action plus noise, and the episode also keeps the noise-free action
+    the tracker computed at that step (`expert_actions`): from the state the noise pushed it to,
+    the action back towards the source's path, a corrective label that noise-free demos never
+    show. The noise is Gaussian in the target mode's action units (normalised for the delta
+    modes), on the arm dims only (never the gripper), and correlated over steps (AR(1) with
+    `correlation`) so that a perturbation persists for a few steps, as a policy's own error
+    does. Each episode draws from its own generator (seed, episode seed): the same noise
+    whatever the batching."""
+
+    std: float = 0.0
+    correlation: float = 0.8
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if not self.std >= 0:
+            raise ValueError(f"--action-noise must be >= 0, got {self.std}")
+        if not 0 <= self.correlation < 1:
+            raise ValueError(f"noise correlation must be in [0, 1), got {self.correlation}")
+
+    def generators(self, episode_seeds: list[int]) -> list[torch.Generator]:
+        return [torch.Generator().manual_seed((self.seed * 1_000_003 + int(s)) % 2**63) for s in episode_seeds]
+
+
+@dataclass
 class Converted:
     """One episode's conversion: the new episode (also when it failed) and why it failed."""
 
@@ -178,11 +204,14 @@ def convert_batch(
     limits: ConvertLimits,
     record_obs: bool = False,
     on_done: Callable[[int], None] | None = None,
+    noise: ActionNoise | None = None,
 ) -> list[Converted]:
     """Converts len(episodes) <= num_envs episodes at once in `env` (built in the target control
     mode). Episodes that finish early hold still until the batch ends; their recorded steps are
     their own. With record_obs, the env's observations (a state obs mode: no rendering) are
-    kept as the episodes' obs. `on_done(n)` is called as episodes finish."""
+    kept as the episodes' obs. `on_done(n)` is called as episodes finish. With `noise` (std > 0)
+    the recorded `actions` are the perturbed ones that were executed (the episode replays) and
+    `expert_actions` the tracker's noise-free ones (see ActionNoise)."""
     base = env.unwrapped
     agent = base.agent
     n, k = base.num_envs, len(episodes)
@@ -202,10 +231,13 @@ def convert_batch(
     src_tcp = src_tcp[..., :3].float().numpy()  # (N, T + 1, 3) env frame
     src_actors = {a: _padded([e.env_states["actors"][a][:, :3] for e in padded]) for a in padded[0].env_states["actors"]}
     act_fn = action_function(mode, agent)
+    noisy = noise is not None and noise.std > 0
+    if noisy:
+        gens, keep, drift = noise.generators([e.seed for e in padded]), noise.correlation, None
 
     states = [_to_numpy(base.get_state_dict())]
     obs_hist = [_to_numpy(base.get_obs(base.evaluate()))] if record_obs else []
-    actions, success, fail, rewards = [], [], [], []
+    actions, labels, success, fail, rewards = [], [], [], [], []
     pos = np.zeros(n, int)  # the next source action to imitate
     corrections, settled, recorded = np.zeros(n, int), np.zeros(n, int), np.zeros(n, int)
     lost = np.full(n, -1)
@@ -219,6 +251,11 @@ def convert_batch(
         arm, hit = saturate(act_fn(cur, ref).float(), mode)
         grip = torch.from_numpy(grips[rows, np.minimum(pos, lengths - 1)]).float()[:, None]
         action = torch.cat((arm, grip), 1)
+        if noisy:
+            labels.append(action.numpy())
+            fresh = torch.stack([torch.randn(arm.shape[1], generator=g) for g in gens]) * noise.std
+            drift = fresh if drift is None else keep * drift + (1 - keep * keep) ** 0.5 * fresh
+            action = torch.cat((saturate(arm + drift, mode)[0], grip), 1)
         obs, reward, _, _, info = base.step(action)
         states.append(_to_numpy(base.get_state_dict()))
         if record_obs:
@@ -258,6 +295,7 @@ def convert_batch(
     states_all = _stack_steps(states)  # (S + 1, N, ...)
     obs_all = _stack_steps(obs_hist) if record_obs else None
     steps = (np.stack(actions), np.stack(success), np.stack(fail), np.stack(rewards))  # (S, N, ...)
+    expert = np.stack(labels) if noisy else None
     out = []
     for i in range(k):
         L = int(recorded[i])
@@ -273,6 +311,7 @@ def convert_batch(
         e = episodes[i]
         ep = Episode(
             actions=act.astype(np.float32),
+            expert_actions=expert[:L, i].astype(np.float32) if noisy else None,
             terminated=suc | fal,
             truncated=np.arange(1, L + 1) >= max_len,
             success=suc.copy(),
@@ -290,6 +329,7 @@ def convert_batch(
 
 __all__ = [
     "CONVERTIBLE",
+    "ActionNoise",
     "ConvertLimits",
     "Converted",
     "convert_batch",

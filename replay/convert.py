@@ -31,7 +31,7 @@ import h5py
 
 from envs.core.registry import check_env_id
 from envs.modes import ControlMode, ObsMode, parse_mode
-from replay.control import CONVERTIBLE, ConvertLimits
+from replay.control import CONVERTIBLE, ActionNoise, ConvertLimits
 from replay.observe import OBS_UNITS
 from replay.trajectory import TrajectoryError, TrajectoryWriter, batch_env_kwargs, precompress, read_meta, sidecar_path
 
@@ -53,6 +53,7 @@ class ConvertConfig:
     cam_height: int | None = None
     overwrite: bool = False
     limits: ConvertLimits = field(default_factory=ConvertLimits)
+    noise: ActionNoise = field(default_factory=ActionNoise)
 
     def __post_init__(self) -> None:
         self.file = Path(self.file)
@@ -76,6 +77,9 @@ class ConvertConfig:
                 raise ValueError("control conversion supports single-robot tasks only")
             if self.use_env_states:
                 raise ValueError("--use-env-states applies to observation-only conversion (a control conversion replays its actions)")
+        elif self.noise.std > 0:
+            raise ValueError("--action-noise needs a control conversion: give --control other than the source's "
+                             f"({self.source_control.value})")
         if self.num_envs is None:
             self.num_envs = 16 if self.obs_mode.visual else 64
         if self.num_envs < 1 or self.workers < 1:
@@ -93,7 +97,8 @@ class ConvertConfig:
             raise ValueError(f"nothing to convert: {self.file} is already {self.obs_mode.value} / {self.control_mode.value}")
         self._check_lengths()
         if self.out is None:
-            self.out = self.file.with_name(f"{self.file.stem}.{self.obs_mode.value}.{self.control_mode.value}.h5")
+            noisy = f".noise{self.noise.std:g}-{self.noise.seed}" if self.noise.std > 0 else ""
+            self.out = self.file.with_name(f"{self.file.stem}.{self.obs_mode.value}.{self.control_mode.value}{noisy}.h5")
         self.out = Path(self.out)
         if self.out.resolve() == self.file.resolve():
             raise ValueError("the output must not be the input")
@@ -196,6 +201,7 @@ def convert_episodes(cfg: ConvertConfig, ids: list[int], on_done: Callable[[int]
             results = convert_batch(
                 env, episodes, cfg.control_mode, cfg.limits,
                 record_obs=record and cfg.obs_mode is not ObsMode.NONE, on_done=on_done if record else None,
+                noise=cfg.noise,
             )
         finally:
             env.close()
@@ -324,6 +330,8 @@ def _output_meta(cfg: ConvertConfig) -> dict[str, Any]:
         "allow_failure": cfg.allow_failure,
         "limits": vars(cfg.limits),
     }
+    if cfg.noise.std > 0:
+        meta["conversion"]["action_noise"] = vars(cfg.noise)
     if cfg.obs_mode.visual:
         meta["obs_info"] = {"units": OBS_UNITS, "depth_unit": "mm", "depth_dtype": "int16"}
     return meta

@@ -7,6 +7,7 @@ share a batch; an episode that has ended keeps its last state until the longest 
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, Callable
 
 import numpy as np
@@ -79,16 +80,4 @@ def observe_batch(env, episodes: list[Episode], on_done: Callable[[int], None] |
 
 def with_obs(episode: Episode, obs: Any, mode: ObsMode) -> Episode:
     """`episode` with its observations replaced (none: dropped)."""
-    return Episode(
-        actions=episode.actions,
-        terminated=episode.terminated,
-        truncated=episode.truncated,
-        success=episode.success,
-        fail=episode.fail,
-        env_states=episode.env_states,
-        seed=episode.seed,
-        reset_kwargs=episode.reset_kwargs,
-        rewards=episode.rewards,
-        obs=None if mode is ObsMode.NONE else obs,
-        info=episode.info,
-    )
+    return dataclasses.replace(episode, obs=None if mode is ObsMode.NONE else obs)

@@ -5,6 +5,7 @@ Data is made here: short jittered rollouts of PickCube recorded as a trajectory 
 from __future__ import annotations
 
 import copy
+import dataclasses
 import subprocess
 import sys
 import textwrap
@@ -20,7 +21,7 @@ from policies.config import BCRun, DatasetConfig, DiffusionConfig, DiffusionRun,
 from policies.data import DemoData, gather
 from policies.normaliser import Normaliser
 from policies.policy import build_policy
-from replay.trajectory import Episode, TrajectoryWriter
+from replay.trajectory import Episode, TrajectoryFile, TrajectoryWriter
 
 ROOT = Path(__file__).resolve().parents[1]
 STEPS = 12  # actions per recorded episode
@@ -125,6 +126,19 @@ def test_windows_pad_at_episode_edges(state_file):
     store = {"state": data.state, "actions": data.actions}
     held = gather(store, table, torch.tensor([len(table["obs"]) - 1]), hold_still=True)["actions"][0]
     assert torch.all(held[2:, :-1] == 0) and torch.all(held[2:, -1] == data.actions[a0 + last, -1])
+
+
+def test_expert_actions_are_the_labels(state_file, tmp_path):
+    """A perturbed conversion (replay convert --action-noise) stores what was executed as actions
+    and the corrective labels as expert_actions: policies learn the labels."""
+    src = TrajectoryFile(state_file)
+    out = tmp_path / "labelled.h5"
+    with TrajectoryWriter(out, {"env_info": src.env_info}) as w:
+        for e in src:
+            w.add(dataclasses.replace(e, expert_actions=e.actions + 0.5), "pd_joint_pos")
+    src.close()
+    plain, labelled = DemoData(str(state_file), DatasetConfig()), DemoData(str(out), DatasetConfig())
+    assert torch.equal(labelled.actions, plain.actions + 0.5) and torch.equal(labelled.state, plain.state)
 
 
 def test_normaliser_round_trip():

@@ -19,6 +19,7 @@ from envs.core.pose import axis_angle_to_quat, quat_angle, quat_mul
 from envs.modes import ControlMode, ObsMode
 from replay.cli import main
 from replay.control import (
+    ActionNoise,
     ConvertLimits,
     ee_delta_pos_action,
     ee_delta_pose_action,
@@ -171,6 +172,35 @@ def test_other_control_modes_convert(demos, tmp_path, mode):
     assert verify_file(out)[0] == 2
 
 
+def test_perturbed_conversion_records_corrective_labels(demos, tmp_path):
+    """--action-noise: the executed (perturbed) actions are stored and replay; expert_actions are
+    the tracker's labels, which undo the previous step's perturbation; batching does not change the noise."""
+    clean, noisy, noisy2 = tmp_path / "clean.h5", tmp_path / "noisy.h5", tmp_path / "noisy2.h5"
+    assert run(ConvertConfig(file=demos, control="pd_ee_delta_pos", out=clean)).converted == N_DEMOS
+    noise = ActionNoise(0.03, seed=1)
+    report = run(ConvertConfig(file=demos, control="pd_ee_delta_pos", obs="state", out=noisy, noise=noise, allow_failure=True))
+    run(ConvertConfig(file=demos, control="pd_ee_delta_pos", obs="state", out=noisy2, noise=noise, allow_failure=True, num_envs=1))
+    assert read_meta(noisy)["conversion"]["action_noise"]["std"] == 0.03
+    assert report.converted >= N_DEMOS - 1, report.lines()
+    ok, total, failed = verify_file(noisy)  # the perturbed actions, as executed, reproduce each outcome
+    assert total == N_DEMOS and ok == N_DEMOS, failed
+    c, x, x2 = TrajectoryFile(clean), TrajectoryFile(noisy), TrajectoryFile(noisy2)
+    moved = undone = 0.0
+    for i in range(N_DEMOS):
+        ref, ep, ep2 = c.episode(i), x.episode(i), x2.episode(i)
+        assert np.array_equal(ep.actions, ep2.actions) and np.array_equal(ep.expert_actions, ep2.expert_actions)
+        assert ep.expert_actions.shape == ep.actions.shape and ep.obs.shape[0] == ep.length + 1
+        assert np.array_equal(ep.actions[:, -1], ep.expert_actions[:, -1])  # the gripper is never perturbed
+        drift = ep.actions[:, :3] - ep.expert_actions[:, :3]
+        k = min(20, ref.length - 1)  # before the grasp: no corrective steps, both runs at the same source step
+        moved += np.abs(drift[: k - 1]).mean()
+        undone += np.abs(ep.expert_actions[1:k, :3] - ref.actions[1:k, :3] + drift[: k - 1]).mean()
+    assert moved > 0.005  # the noise did perturb the runs
+    assert undone < 0.1 * moved  # each label takes back the previous step's perturbation
+    for f in (c, x, x2):
+        f.close()
+
+
 def test_failures_are_reported_not_dropped(demos, tmp_path):
     bad = _copy(demos, tmp_path / "bad.h5")
     with h5py.File(bad, "r+") as f:
@@ -289,6 +319,8 @@ def _bad_inputs(demos: Path, tmp: Path) -> dict[str, list[str]]:
         "unknown control": ["convert", good, "--control", "pd_teleport"],
         "unconvertible": ["convert", good, "--control", "pd_joint_vel"],
         "split fraction": ["split", good, "--val", "1.5"],
+        "noise without control conversion": ["convert", good, "--obs", "state", "--action-noise", "0.1"],
+        "negative noise": ["convert", good, "--control", "pd_ee_delta_pos", "--action-noise", "-1"],
     }
 
 
