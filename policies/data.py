@@ -153,15 +153,17 @@ class DemoData:
         if not entries:
             raise ValueError(f"{path}: no episodes")
         self.env = env_info(file)
-        states, images, actions, lengths = [], [], [], []
+        states, images, actions, plans, lengths = [], [], [], [], []
         self.spec: ObsSpec | None = None
         for entry in entries:
             g = file.h5[f"traj_{entry['episode_id']}"]
             if "obs" not in g:
                 raise ValueError(f"{path}: traj_{entry['episode_id']} has no obs (generate with --obs-mode state, or replay convert)")
             obs = _read(g["obs"])
-            # a perturbed conversion's labels (replay convert --action-noise) over what was executed
+            # a perturbed conversion (replay convert --action-noise): the expert's corrective action
+            # now, and its noise-free path after (`plan`), rather than what was executed
             act = g["expert_actions" if "expert_actions" in g else "actions"][()].astype(np.float32)
+            plan = g["reference_actions"][()].astype(np.float32) if "reference_actions" in g else None
             if self.spec is None:
                 self.spec = describe(obs, act, cfg)
             x = extract(obs, self.spec)
@@ -171,12 +173,15 @@ class DemoData:
             if "images" in x:
                 images.append(x["images"])
             actions.append(torch.from_numpy(act))
+            plans.append(actions[-1] if plan is None else torch.from_numpy(plan))
             lengths.append(len(act))
         file.close()
         self.episode_ids = [e["episode_id"] for e in entries]
         self.state = torch.cat(states)  # (M + E, D)
         self.images = torch.cat(images) if images else None  # (M + E, K, C, H, W)
         self.actions = torch.cat(actions)  # (M, A)
+        # (M, A) the actions after the current one in a chunk; None: the same as `actions`
+        self.plan = torch.cat(plans) if not all(p is a for p, a in zip(plans, actions)) else None
         self.lengths = torch.tensor(lengths)  # (E,)
         self.act_start = torch.cumsum(self.lengths, 0) - self.lengths
         self.obs_start = self.act_start + torch.arange(len(lengths))
@@ -250,6 +255,9 @@ def gather(store: dict[str, torch.Tensor | None], table: dict[str, torch.Tensor]
     obs_rows = table["obs"][idx]  # (B, To)
     act_rows = table["actions"][idx]  # (B, Tp)
     actions = store["actions"][act_rows]
+    if store.get("plan") is not None:  # perturbed data: the corrective action now, then the noise-free path
+        now = table["obs"].shape[1] - 1
+        actions = torch.cat((store["plan"][act_rows[:, :now]], actions[:, now : now + 1], store["plan"][act_rows[:, now + 1 :]]), 1)
     if hold_still:
         past = table["past_end"][idx]  # (B, Tp)
         arm = torch.zeros_like(actions[..., :-1])

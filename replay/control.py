@@ -211,7 +211,9 @@ def convert_batch(
     their own. With record_obs, the env's observations (a state obs mode: no rendering) are
     kept as the episodes' obs. `on_done(n)` is called as episodes finish. With `noise` (std > 0)
     the recorded `actions` are the perturbed ones that were executed (the episode replays) and
-    `expert_actions` the tracker's noise-free ones (see ActionNoise)."""
+    `expert_actions` the tracker's noise-free ones, and `reference_actions` the source path's own
+    step at each point (from the reference's current targets to its next: what the expert goes on
+    doing once it has corrected; see ActionNoise)."""
     base = env.unwrapped
     agent = base.agent
     n, k = base.num_envs, len(episodes)
@@ -237,7 +239,7 @@ def convert_batch(
 
     states = [_to_numpy(base.get_state_dict())]
     obs_hist = [_to_numpy(base.get_obs(base.evaluate()))] if record_obs else []
-    actions, labels, success, fail, rewards = [], [], [], [], []
+    actions, labels, plans, success, fail, rewards = [], [], [], [], [], []
     pos = np.zeros(n, int)  # the next source action to imitate
     corrections, settled, recorded = np.zeros(n, int), np.zeros(n, int), np.zeros(n, int)
     lost = np.full(n, -1)
@@ -253,6 +255,8 @@ def convert_batch(
         action = torch.cat((arm, grip), 1)
         if noisy:
             labels.append(action.numpy())
+            ref_now = torch.from_numpy(refs[rows, np.minimum(pos, lengths)]).double()
+            plans.append(torch.cat((saturate(act_fn(ref_now, ref).float(), mode)[0], grip), 1).numpy())
             fresh = torch.stack([torch.randn(arm.shape[1], generator=g) for g in gens]) * noise.std
             drift = fresh if drift is None else keep * drift + (1 - keep * keep) ** 0.5 * fresh
             action = torch.cat((saturate(arm + drift, mode)[0], grip), 1)
@@ -295,7 +299,7 @@ def convert_batch(
     states_all = _stack_steps(states)  # (S + 1, N, ...)
     obs_all = _stack_steps(obs_hist) if record_obs else None
     steps = (np.stack(actions), np.stack(success), np.stack(fail), np.stack(rewards))  # (S, N, ...)
-    expert = np.stack(labels) if noisy else None
+    expert, plan = (np.stack(labels), np.stack(plans)) if noisy else (None, None)
     out = []
     for i in range(k):
         L = int(recorded[i])
@@ -312,6 +316,7 @@ def convert_batch(
         ep = Episode(
             actions=act.astype(np.float32),
             expert_actions=expert[:L, i].astype(np.float32) if noisy else None,
+            reference_actions=plan[:L, i].astype(np.float32) if noisy else None,
             terminated=suc | fal,
             truncated=np.arange(1, L + 1) >= max_len,
             success=suc.copy(),

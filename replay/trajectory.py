@@ -62,6 +62,7 @@ class Episode:
     obs: dict[str, Any] | np.ndarray | None = None  # (T + 1, D) flat state, or a nested dict of (T + 1, ...) arrays
     info: dict[str, Any] = field(default_factory=dict)  # JSON-serialisable extras
     expert_actions: np.ndarray | None = None  # (T, A) float32: noise-free labels of a perturbed conversion
+    reference_actions: np.ndarray | None = None  # (T, A) float32: its source path's own steps
 
     @property
     def length(self) -> int:
@@ -192,8 +193,9 @@ def episode_entry(episode_id: int, episode: Episode, control_mode: str) -> dict:
 def _write_episode(f: h5py.Group, episode: Episode, entry: dict, compress: bool) -> None:
     g = f.create_group(f"traj_{entry['episode_id']}")
     g.create_dataset("actions", data=episode.actions.astype(np.float32))
-    if episode.expert_actions is not None:
-        g.create_dataset("expert_actions", data=episode.expert_actions.astype(np.float32))
+    for key in ("expert_actions", "reference_actions"):
+        if getattr(episode, key) is not None:
+            g.create_dataset(key, data=getattr(episode, key).astype(np.float32))
     for key in ("terminated", "truncated", "success", "fail"):
         g.create_dataset(key, data=np.asarray(getattr(episode, key), dtype=bool))
     if episode.rewards is not None:
@@ -509,6 +511,7 @@ class TrajectoryFile:
             obs=_read_obs(g["obs"]) if with_obs and "obs" in g else None,
             info=entry.get("info", {}),
             expert_actions=g["expert_actions"][()] if "expert_actions" in g else None,
+            reference_actions=g["reference_actions"][()] if "reference_actions" in g else None,
         )
 
     def __iter__(self) -> Iterator[Episode]:

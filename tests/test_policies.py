@@ -128,17 +128,26 @@ def test_windows_pad_at_episode_edges(state_file):
     assert torch.all(held[2:, :-1] == 0) and torch.all(held[2:, -1] == data.actions[a0 + last, -1])
 
 
-def test_expert_actions_are_the_labels(state_file, tmp_path):
-    """A perturbed conversion (replay convert --action-noise) stores what was executed as actions
-    and the corrective labels as expert_actions: policies learn the labels."""
+def test_perturbed_data_chunks_correct_then_follow_the_plan(state_file, tmp_path):
+    """A perturbed conversion (replay convert --action-noise) stores what was executed as actions,
+    the corrective label as expert_actions and the noise-free path as reference_actions: a
+    training chunk is the label at the current step and the path elsewhere."""
     src = TrajectoryFile(state_file)
     out = tmp_path / "labelled.h5"
     with TrajectoryWriter(out, {"env_info": src.env_info}) as w:
         for e in src:
-            w.add(dataclasses.replace(e, expert_actions=e.actions + 0.5), "pd_joint_pos")
+            w.add(dataclasses.replace(e, expert_actions=e.actions + 0.5, reference_actions=e.actions + 0.25), "pd_joint_pos")
     src.close()
     plain, labelled = DemoData(str(state_file), DatasetConfig()), DemoData(str(out), DatasetConfig())
-    assert torch.equal(labelled.actions, plain.actions + 0.5) and torch.equal(labelled.state, plain.state)
+    assert plain.plan is None
+    assert torch.equal(labelled.actions, plain.actions + 0.5) and torch.equal(labelled.plan, plain.actions + 0.25)
+    assert torch.equal(labelled.state, plain.state)
+    table = labelled.windows([0, 1], obs_horizon=2, pred_horizon=4)
+    idx = torch.arange(len(table["obs"]))
+    chunk = gather({"state": labelled.state, "actions": labelled.actions, "plan": labelled.plan}, table, idx, hold_still=False)["actions"]
+    truth = plain.actions[table["actions"]]
+    assert torch.allclose(chunk[:, 1], truth[:, 1] + 0.5)  # the current step: the corrective label
+    assert torch.allclose(chunk[:, [0, 2, 3]], truth[:, [0, 2, 3]] + 0.25)  # the rest: the noise-free path
 
 
 def test_normaliser_round_trip():

@@ -189,12 +189,13 @@ def test_perturbed_conversion_records_corrective_labels(demos, tmp_path):
     for i in range(N_DEMOS):
         ref, ep, ep2 = c.episode(i), x.episode(i), x2.episode(i)
         assert np.array_equal(ep.actions, ep2.actions) and np.array_equal(ep.expert_actions, ep2.expert_actions)
-        assert ep.expert_actions.shape == ep.actions.shape and ep.obs.shape[0] == ep.length + 1
+        assert ep.expert_actions.shape == ep.actions.shape == ep.reference_actions.shape and ep.obs.shape[0] == ep.length + 1
         assert np.array_equal(ep.actions[:, -1], ep.expert_actions[:, -1])  # the gripper is never perturbed
         drift = ep.actions[:, :3] - ep.expert_actions[:, :3]
         k = min(20, ref.length - 1)  # before the grasp: no corrective steps, both runs at the same source step
         moved += np.abs(drift[: k - 1]).mean()
         undone += np.abs(ep.expert_actions[1:k, :3] - ref.actions[1:k, :3] + drift[: k - 1]).mean()
+        undone += np.abs(ep.reference_actions[:k, :3] - ref.actions[:k, :3]).mean()  # the path's own steps
     assert moved > 0.005  # the noise did perturb the runs
     assert undone < 0.1 * moved  # each label takes back the previous step's perturbation
     for f in (c, x, x2):
