@@ -8,7 +8,12 @@
 # Demos are made once in pd_joint_pos (`demos generate --obs-mode state`), then converted with
 # `replay convert --control pd_ee_delta_pos` (state obs; rgb obs for the image policy): TCP-space
 # actions generalise over goals where absolute joint targets make the policy learn the arm's inverse
-# kinematics from 100 examples (measured in docs/RESULTS.md). Given files (PICK=...) are used as they are.
+# kinematics from 100 examples (measured in docs/RESULTS.md). The demos end holding still (HOLD) and
+# move at half the planner's speed (SPEED); the policies train on them merged with perturbed copies
+# of the same demos (`replay convert --action-noise NOISE --noise-seed S` for S in NOISE_SEEDS:
+# DART-style corrective labels, which took diffusion state PickCube from 0.55 to 0.83, PushCube
+# from 0.69 to 0.95 and StackCube from 0.36 to 0.74, docs/RESULTS.md). Given files (PICK=...) are
+# used as they are.
 #
 # Runs: diffusion state on PickCube, PushCube, StackCube; BC state on PickCube; diffusion rgb
 # (128 x 128) on PickCube. All run at once (CONCURRENT=1, the default: one GPU holds them; three
@@ -27,19 +32,34 @@ CONTROL=${CONTROL:-pd_ee_delta_pos}
 CONCURRENT=${CONCURRENT:-1}
 EVAL_WORKERS=${EVAL_WORKERS:-3}
 N=${N:-100}
+HOLD=${HOLD:-10}    # demos end after this many successful steps in a row, the robot holding still
+SPEED=${SPEED:-0.5}  # the planner's joint speed, as a share of the robot's limits
+NOISE=${NOISE:-0.1}  # perturbed copies: replay convert --action-noise
+NOISE_SEEDS=${NOISE_SEEDS-1 2 3}  # one perturbed copy per seed; empty: the clean demos alone
 mkdir -p "$DEMOS" "$OUT"
 
 demo() {  # demo TASK VAR [OBS]: the file in $VAR, else N demos of TASK generated and converted to $CONTROL, OBS (state)
   local given=${!2:-} obs=${3:-state}
   [ -n "$given" ] && { echo "$given"; return; }
-  local raw=$DEMOS/$1.h5 file=$DEMOS/$1.$obs.$CONTROL.h5
+  local raw=$DEMOS/$1.h5 clean=$DEMOS/$1.$obs.$CONTROL.h5 file=$DEMOS/$1.$obs.$CONTROL.dart.h5
   if [ ! -f "$raw" ]; then
-    "$PY" -m demos.cli generate "$1" --n "$N" --num-envs 16 --workers 4 --obs-mode state --out "$raw" >"$OUT/gen_$1.log" 2>&1 \
-      || { echo "no demos for $1 (see $OUT/gen_$1.log)" >&2; return 1; }
+    "$PY" -m demos.cli generate "$1" --n "$N" --num-envs 16 --workers 4 --obs-mode state --hold "$HOLD" --speed "$SPEED" \
+      --out "$raw" >"$OUT/gen_$1.log" 2>&1 || { echo "no demos for $1 (see $OUT/gen_$1.log)" >&2; return 1; }
   fi
-  if [ ! -f "$file" ]; then
-    "$PY" -m replay.cli convert "$raw" --obs "$obs" --control "$CONTROL" --out "$file" --no-progress >"$OUT/convert_$1_$obs.log" 2>&1 \
+  if [ ! -f "$clean" ]; then
+    "$PY" -m replay.cli convert "$raw" --obs "$obs" --control "$CONTROL" --out "$clean" --no-progress >"$OUT/convert_$1_$obs.log" 2>&1 \
       || { echo "no $obs/$CONTROL demos for $1 (see $OUT/convert_$1_$obs.log)" >&2; return 1; }
+  fi
+  [ -z "$NOISE_SEEDS" ] && { echo "$clean"; return; }
+  if [ ! -f "$file" ]; then  # perturbed copies of the same demos (DART), merged with the clean ones
+    local parts=("$clean") s
+    for s in $NOISE_SEEDS; do
+      parts+=("$DEMOS/$1.$obs.$CONTROL.noise$NOISE-$s.h5")
+      [ -f "${parts[-1]}" ] || "$PY" -m replay.cli convert "$raw" --obs "$obs" --control "$CONTROL" --action-noise "$NOISE" \
+        --noise-seed "$s" --out "${parts[-1]}" --no-progress >>"$OUT/convert_$1_$obs.log" 2>&1 \
+        || { echo "no perturbed $obs demos for $1 (see $OUT/convert_$1_$obs.log)" >&2; return 1; }
+    done
+    "$PY" -m replay.cli merge "$file" "${parts[@]}" >>"$OUT/convert_$1_$obs.log" 2>&1 || { echo "merge failed for $1" >&2; return 1; }
   fi
   echo "$file"
 }
