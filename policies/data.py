@@ -154,6 +154,7 @@ class DemoData:
             raise ValueError(f"{path}: no episodes")
         self.env = env_info(file)
         states, images, actions, plans, lengths = [], [], [], [], []
+        perturbed = False  # any episode with reference_actions
         self.spec: ObsSpec | None = None
         for entry in entries:
             g = file.h5[f"traj_{entry['episode_id']}"]
@@ -164,6 +165,7 @@ class DemoData:
             # now, and its noise-free path after (`plan`), rather than what was executed
             act = g["expert_actions" if "expert_actions" in g else "actions"][()].astype(np.float32)
             plan = g["reference_actions"][()].astype(np.float32) if "reference_actions" in g else None
+            perturbed |= plan is not None
             if self.spec is None:
                 self.spec = describe(obs, act, cfg)
             x = extract(obs, self.spec)
@@ -181,7 +183,7 @@ class DemoData:
         self.images = torch.cat(images) if images else None  # (M + E, K, C, H, W)
         self.actions = torch.cat(actions)  # (M, A)
         # (M, A) the actions after the current one in a chunk; None: the same as `actions`
-        self.plan = torch.cat(plans) if not all(p is a for p, a in zip(plans, actions)) else None
+        self.plan = torch.cat(plans) if perturbed else None
         self.lengths = torch.tensor(lengths)  # (E,)
         self.act_start = torch.cumsum(self.lengths, 0) - self.lengths
         self.obs_start = self.act_start + torch.arange(len(lengths))
@@ -254,10 +256,12 @@ def gather(store: dict[str, torch.Tensor | None], table: dict[str, torch.Tensor]
     `table` (from DemoData.windows): state (B, To, D), images (B, To, K, C, H, W), actions (B, Tp, A)."""
     obs_rows = table["obs"][idx]  # (B, To)
     act_rows = table["actions"][idx]  # (B, Tp)
-    actions = store["actions"][act_rows]
-    if store.get("plan") is not None:  # perturbed data: the corrective action now, then the noise-free path
+    if store.get("plan") is None:
+        actions = store["actions"][act_rows]
+    else:  # perturbed data: the noise-free path, with the corrective action at the current step
         now = table["obs"].shape[1] - 1
-        actions = torch.cat((store["plan"][act_rows[:, :now]], actions[:, now : now + 1], store["plan"][act_rows[:, now + 1 :]]), 1)
+        actions = store["plan"][act_rows]
+        actions[:, now] = store["actions"][act_rows[:, now]]
     if hold_still:
         past = table["past_end"][idx]  # (B, Tp)
         arm = torch.zeros_like(actions[..., :-1])
