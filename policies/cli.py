@@ -1,7 +1,7 @@
 """`policies`: train imitation policies on demonstrations and evaluate their checkpoints.
 
     policies train bc|diffusion --data FILE.h5 [--config configs/NAME.yaml] [--section.key value ...]
-    policies eval CHECKPOINT [--episodes 100] [--num-envs 16] [--video DIR]
+    policies eval CHECKPOINT [--episodes 100] [--num-envs 16] [--action-horizon K] [--video DIR]
 
 `policies train diffusion --help` lists every field of the config with its meaning and default
 (the defaults shown are those after --config). Errors in a config are one line and exit 2.
@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import io
 import json
 import re
@@ -40,6 +41,9 @@ class EvalArgs:
     """first seed"""
     max_episode_steps: int = 0
     """episode length (0: the one the policy was trained for)"""
+    action_horizon: int = 0
+    """actions executed from each predicted chunk before predicting again (0: the checkpoint's;
+    at most pred_horizon - obs_horizon + 1); fewer react sooner, more act smoother"""
     video: str = ""
     """folder for tiled mp4 videos (empty: none)"""
     device: str = "auto"
@@ -50,6 +54,8 @@ class EvalArgs:
     def __post_init__(self) -> None:
         if self.episodes <= 0 or self.num_envs <= 0 or self.num_workers <= 0:
             raise ValueError("--episodes, --num-envs and --num-workers must be > 0")
+        if self.action_horizon < 0:
+            raise ValueError(f"--action-horizon must be >= 0, got {self.action_horizon}")
 
 
 def _parse(cls: type, argv: list[str], **kwargs: Any) -> Any:
@@ -108,10 +114,17 @@ def _eval(argv: list[str]) -> int:
 
     device = ("cuda" if torch.cuda.is_available() else "cpu") if args.device == "auto" else args.device
     policy, module = load_policy(args.checkpoint, device)
+    if args.action_horizon:
+        cfg = policy.cfg
+        most = cfg.pred_horizon - cfg.obs_horizon + 1
+        if args.action_horizon > most:
+            raise ValueError(f"--action-horizon {args.action_horizon}: this policy predicts {most} actions from its current step at most")
+        policy.cfg = dataclasses.replace(cfg, action_horizon=args.action_horizon)
     result = evaluate(policy, module.env, args.episodes, args.num_envs, args.num_workers, args.seed,
                       args.max_episode_steps, args.video or None)
     result.update(checkpoint=args.checkpoint, env_id=module.env["env_id"], obs_mode=module.spec.obs_mode,
-                  control_mode=module.env["control_mode"], policy=module.run_cfg.kind.value)
+                  control_mode=module.env["control_mode"], policy=module.run_cfg.kind.value,
+                  action_horizon=policy.cfg.action_horizon)
     print(summary(result))
     if args.json:
         with open(args.json, "w") as f:

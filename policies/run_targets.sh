@@ -16,7 +16,7 @@
 # used as they are.
 #
 # Runs: diffusion state on PickCube, PushCube, StackCube; BC state on PickCube; diffusion rgb
-# (128 x 128) on PickCube. All run at once (CONCURRENT=1, the default: one GPU holds them; three
+# (128 x 128) on PickCube; RUNS picks some of them (names: pick bc push stack rgb). All run at once (CONCURRENT=1, the default: one GPU holds them; three
 # runs at once get 1.9x the samples/s of one alone, docs/PERFORMANCE.md) or one after another
 # (CONCURRENT=0). Each trains for at most the minutes of its config (MINUTES overrides the state
 # runs', RGB_MINUTES the image run's), then evaluates its best checkpoint on 100 fresh seeds.
@@ -32,35 +32,38 @@ CONTROL=${CONTROL:-pd_ee_delta_pos}
 CONCURRENT=${CONCURRENT:-1}
 EVAL_WORKERS=${EVAL_WORKERS:-3}
 N=${N:-100}
+RUNS=${RUNS:-pick bc push stack rgb}
+WORKERS=${WORKERS:-4}  # replay convert --workers
+read -ra STATE_ARGS <<<"${STATE_ARGS:-}"  # more `policies train` arguments for the diffusion state runs, e.g. "--train.max-steps 8000"
+read -ra RGB_ARGS <<<"${RGB_ARGS:-}"      # ... for the rgb run
 HOLD=${HOLD:-10}    # demos end after this many successful steps in a row, the robot holding still
 SPEED=${SPEED:-0.5}  # the planner's joint speed, as a share of the robot's limits
 NOISE=${NOISE:-0.1}  # perturbed copies: replay convert --action-noise
-NOISE_SEEDS=${NOISE_SEEDS-1 2 3}  # one perturbed copy per seed; empty: the clean demos alone
+NOISE_SEEDS=${NOISE_SEEDS-1 2 3 4 5 6}  # one perturbed copy per seed; empty: the clean demos alone
 mkdir -p "$DEMOS" "$OUT"
 
 demo() {  # demo TASK VAR [OBS]: the file in $VAR, else N demos of TASK generated and converted to $CONTROL, OBS (state)
   local given=${!2:-} obs=${3:-state}
   [ -n "$given" ] && { echo "$given"; return; }
   local raw=$DEMOS/$1.h5 clean=$DEMOS/$1.$obs.$CONTROL.h5 file=$DEMOS/$1.$obs.$CONTROL.dart.h5
+  [ -z "$NOISE_SEEDS" ] && file=$clean
   if [ ! -f "$raw" ]; then
     "$PY" -m demos.cli generate "$1" --n "$N" --num-envs 16 --workers 4 --obs-mode state --hold "$HOLD" --speed "$SPEED" \
       --out "$raw" >"$OUT/gen_$1.log" 2>&1 || { echo "no demos for $1 (see $OUT/gen_$1.log)" >&2; return 1; }
   fi
-  if [ ! -f "$clean" ]; then
-    "$PY" -m replay.cli convert "$raw" --obs "$obs" --control "$CONTROL" --out "$clean" --no-progress >"$OUT/convert_$1_$obs.log" 2>&1 \
-      || { echo "no $obs/$CONTROL demos for $1 (see $OUT/convert_$1_$obs.log)" >&2; return 1; }
-  fi
+  [ -f "$file" ] && { echo "$file"; return; }
+  # the clean conversion and the perturbed copies (DART, one per seed, merged with the clean one) run at once
+  local parts=("$clean") pids=() s log=$OUT/convert_$1_$obs
+  [ -f "$clean" ] || { "$PY" -m replay.cli convert "$raw" --obs "$obs" --control "$CONTROL" --out "$clean" --workers "$WORKERS" \
+    --no-progress >"$log.log" 2>&1 & pids+=($!); }
+  for s in $NOISE_SEEDS; do
+    parts+=("$DEMOS/$1.$obs.$CONTROL.noise$NOISE-$s.h5")
+    [ -f "${parts[-1]}" ] || { "$PY" -m replay.cli convert "$raw" --obs "$obs" --control "$CONTROL" --action-noise "$NOISE" \
+      --noise-seed "$s" --out "${parts[-1]}" --workers "$WORKERS" --no-progress >"$log.noise-$s.log" 2>&1 & pids+=($!); }
+  done
+  for s in "${pids[@]}"; do wait "$s" || { echo "a $obs/$CONTROL conversion of $1 failed (see $log*.log)" >&2; return 1; }; done
   [ -z "$NOISE_SEEDS" ] && { echo "$clean"; return; }
-  if [ ! -f "$file" ]; then  # perturbed copies of the same demos (DART), merged with the clean ones
-    local parts=("$clean") s
-    for s in $NOISE_SEEDS; do
-      parts+=("$DEMOS/$1.$obs.$CONTROL.noise$NOISE-$s.h5")
-      [ -f "${parts[-1]}" ] || "$PY" -m replay.cli convert "$raw" --obs "$obs" --control "$CONTROL" --action-noise "$NOISE" \
-        --noise-seed "$s" --out "${parts[-1]}" --no-progress >>"$OUT/convert_$1_$obs.log" 2>&1 \
-        || { echo "no perturbed $obs demos for $1 (see $OUT/convert_$1_$obs.log)" >&2; return 1; }
-    done
-    "$PY" -m replay.cli merge "$file" "${parts[@]}" >>"$OUT/convert_$1_$obs.log" 2>&1 || { echo "merge failed for $1" >&2; return 1; }
-  fi
+  "$PY" -m replay.cli merge "$file" "${parts[@]}" >>"$log.log" 2>&1 || { echo "merge failed for $1" >&2; return 1; }
   echo "$file"
 }
 
@@ -74,14 +77,16 @@ train() {  # train NAME KIND CONFIG DATA MINUTES [extra args]
 }
 
 jobs_=()
+wants() { [[ " $RUNS " == *" $1 "* ]]; }
 launch() { if [ "$CONCURRENT" = 1 ]; then train "$@" & jobs_+=($!); else train "$@"; fi; }
 
-PICK=$(demo PickCube PICK) && launch diffusion_state_PickCube diffusion diffusion_state "$PICK" "$MINUTES"
-[ -n "${PICK:-}" ] && launch bc_state_PickCube bc bc_state "$PICK" "$MINUTES"
-PUSH_F=$(demo PushCube PUSH) && launch diffusion_state_PushCube diffusion diffusion_state "$PUSH_F" "$MINUTES"
-STACK_F=$(demo StackCube STACK) && launch diffusion_state_StackCube diffusion diffusion_state "$STACK_F" "$MINUTES"
-
-RGB_F=$(demo PickCube PICK_RGB rgb) && launch diffusion_rgb_PickCube diffusion diffusion_rgb "$RGB_F" "$RGB_MINUTES"
+if wants pick || wants bc; then
+  PICK=$(demo PickCube PICK) && { wants pick && launch diffusion_state_PickCube diffusion diffusion_state "$PICK" "$MINUTES" "${STATE_ARGS[@]}"
+                                 wants bc && launch bc_state_PickCube bc bc_state "$PICK" "$MINUTES"; }
+fi
+wants push && PUSH_F=$(demo PushCube PUSH) && launch diffusion_state_PushCube diffusion diffusion_state "$PUSH_F" "$MINUTES" "${STATE_ARGS[@]}"
+wants stack && STACK_F=$(demo StackCube STACK) && launch diffusion_state_StackCube diffusion diffusion_state "$STACK_F" "$MINUTES" "${STATE_ARGS[@]}"
+wants rgb && RGB_F=$(demo PickCube PICK_RGB rgb) && launch diffusion_rgb_PickCube diffusion diffusion_rgb "$RGB_F" "$RGB_MINUTES" "${RGB_ARGS[@]}"
 for j in "${jobs_[@]}"; do wait "$j"; done
 
 "$PY" -m policies.report "$OUT"/*/ --json "$OUT/results.json" --markdown docs/RESULTS.md \

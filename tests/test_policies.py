@@ -224,6 +224,12 @@ def test_train_checkpoint_eval(kind, state_file, tmp_path):
     stages = result["stages"]  # PickCube's flags, each the share of episodes where it was ever set
     assert set(stages) == {"is_obj_placed", "is_robot_static", "is_grasped"} and all(0 <= v <= 1 for v in stages.values())
     assert stages["is_robot_static"] >= result["success_once"] and stages["is_obj_placed"] >= result["success_once"]
+    # the executed part of each chunk can be chosen at evaluation, within what the policy predicts
+    horizon = 1 if kind == "bc" else 4
+    assert cli(["eval", str(out / "checkpoints/best.ckpt"), "--episodes", "2", "--num-envs", "2", "--max-episode-steps", "3",
+                "--device", "cpu", "--action-horizon", str(horizon), "--json", str(report)]) == 0
+    assert json.loads(report.read_text())["action_horizon"] == horizon
+    assert cli(["eval", str(out / "checkpoints/best.ckpt"), "--device", "cpu", "--action-horizon", "99"]) == 2
 
 
 def test_state_dict_policy_sees_only_its_state_keys(rgb_file, tmp_path):
