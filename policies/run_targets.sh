@@ -11,12 +11,13 @@
 # kinematics from 100 examples (measured in docs/RESULTS.md). The demos end holding still (HOLD) and
 # move at half the planner's speed (SPEED); the policies train on them merged with perturbed copies
 # of the same demos (`replay convert --action-noise NOISE --noise-seed S` for S in NOISE_SEEDS:
-# DART-style corrective labels, which took diffusion state PickCube from 0.55 to 0.83, PushCube
-# from 0.69 to 0.95 and StackCube from 0.36 to 0.74, docs/RESULTS.md). Given files (PICK=...) are
+# DART-style corrective labels, which took diffusion state PickCube from 0.55 to 0.86, PushCube
+# from 0.69 to 0.94 and StackCube from 0.36 to 0.80 success once with six copies, docs/RESULTS.md). Given files (PICK=...) are
 # used as they are.
 #
 # Runs: diffusion state on PickCube, PushCube, StackCube; BC state on PickCube; diffusion rgb
-# (128 x 128) on PickCube; RUNS picks some of them (names: pick bc push stack rgb). All run at once (CONCURRENT=1, the default: one GPU holds them; three
+# (128 x 128) on PickCube; RUNS picks some of them (names: pick bc push stack rgb). All run
+# at once (CONCURRENT=1, the default: one GPU holds them; three
 # runs at once get 1.9x the samples/s of one alone, docs/PERFORMANCE.md) or one after another
 # (CONCURRENT=0). Each trains for at most the minutes of its config (MINUTES overrides the state
 # runs', RGB_MINUTES the image run's), then evaluates its best checkpoint on 100 fresh seeds.
