@@ -8,11 +8,14 @@
 # Demos are made once in pd_joint_pos (`demos generate --obs-mode state`), then converted with
 # `replay convert --control pd_ee_delta_pos` (state obs; rgb obs for the image policy): TCP-space
 # actions generalise over goals where absolute joint targets make the policy learn the arm's inverse
-# kinematics from 100 examples (measured in docs/RESULTS.md). The demos end holding still (HOLD) and
-# move at half the planner's speed (SPEED); the policies train on them merged with perturbed copies
-# of the same demos (`replay convert --action-noise NOISE --noise-seed S` for S in NOISE_SEEDS:
-# DART-style corrective labels, which took diffusion state PickCube from 0.55 to 0.86, PushCube
-# from 0.69 to 0.94 and StackCube from 0.36 to 0.80 success once with six copies, docs/RESULTS.md). Given files (PICK=...) are
+# kinematics from 100 examples (measured in docs/RESULTS.md). The demos end after HOLD successful
+# steps of holding still (25: a policy that has seen 10 drifts off PickCube's goal while holding the
+# cube; 25 took a CPU-trained PickCube policy from 0.67 to 0.84 success at the end) and move at half
+# the planner's speed (SPEED); the policies train on them merged with perturbed copies of the same
+# demos (`replay convert --action-noise NOISE --noise-seed S` for S in NOISE_SEEDS: DART-style
+# corrective labels, which took diffusion state PickCube from 0.55 to 0.86, PushCube from 0.69 to
+# 0.94 and StackCube from 0.36 to 0.80 success once with six copies, docs/RESULTS.md). File names
+# in $DEMOS say the recipe (TASK.holdH-speedS...); given files (PICK=...) are
 # used as they are.
 #
 # Runs: diffusion state on PickCube, PushCube, StackCube; BC state on PickCube; diffusion rgb
@@ -37,7 +40,7 @@ RUNS=${RUNS:-pick bc push stack rgb}
 WORKERS=${WORKERS:-4}  # replay convert --workers
 read -ra STATE_ARGS <<<"${STATE_ARGS:-}"  # more `policies train` arguments for the diffusion state runs, e.g. "--train.max-steps 8000"
 read -ra RGB_ARGS <<<"${RGB_ARGS:-}"      # ... for the rgb run
-HOLD=${HOLD:-10}    # demos end after this many successful steps in a row, the robot holding still
+HOLD=${HOLD:-25}    # demos end after this many successful steps in a row, the robot holding still
 SPEED=${SPEED:-0.5}  # the planner's joint speed, as a share of the robot's limits
 NOISE=${NOISE:-0.1}  # perturbed copies: replay convert --action-noise
 NOISE_SEEDS=${NOISE_SEEDS-1 2 3 4 5 6}  # one perturbed copy per seed; empty: the clean demos alone
@@ -46,7 +49,8 @@ mkdir -p "$DEMOS" "$OUT"
 demo() {  # demo TASK VAR [OBS]: the file in $VAR, else N demos of TASK generated and converted to $CONTROL, OBS (state)
   local given=${!2:-} obs=${3:-state}
   [ -n "$given" ] && { echo "$given"; return; }
-  local raw=$DEMOS/$1.h5 clean=$DEMOS/$1.$obs.$CONTROL.h5 file=$DEMOS/$1.$obs.$CONTROL.dart.h5
+  local base=$DEMOS/$1.hold$HOLD-speed$SPEED seeds=($NOISE_SEEDS)  # file names say the recipe
+  local raw=$base.h5 clean=$base.$obs.$CONTROL.h5 file=$base.$obs.$CONTROL.noise$NOISE-x${#seeds[@]}.h5
   [ -z "$NOISE_SEEDS" ] && file=$clean
   if [ ! -f "$raw" ]; then
     "$PY" -m demos.cli generate "$1" --n "$N" --num-envs 16 --workers 4 --obs-mode state --hold "$HOLD" --speed "$SPEED" \
@@ -58,7 +62,7 @@ demo() {  # demo TASK VAR [OBS]: the file in $VAR, else N demos of TASK generate
   [ -f "$clean" ] || { "$PY" -m replay.cli convert "$raw" --obs "$obs" --control "$CONTROL" --out "$clean" --workers "$WORKERS" \
     --no-progress >"$log.log" 2>&1 & pids+=($!); }
   for s in $NOISE_SEEDS; do
-    parts+=("$DEMOS/$1.$obs.$CONTROL.noise$NOISE-$s.h5")
+    parts+=("$base.$obs.$CONTROL.noise$NOISE-$s.h5")
     [ -f "${parts[-1]}" ] || { "$PY" -m replay.cli convert "$raw" --obs "$obs" --control "$CONTROL" --action-noise "$NOISE" \
       --noise-seed "$s" --out "${parts[-1]}" --workers "$WORKERS" --no-progress >"$log.noise-$s.log" 2>&1 & pids+=($!); }
   done
