@@ -10,7 +10,7 @@
 # actions generalise over goals where absolute joint targets make the policy learn the arm's inverse
 # kinematics from 100 examples (measured in docs/RESULTS.md). The demos end after HOLD successful
 # steps of holding still (25: a policy that has seen 10 drifts off PickCube's goal while holding the
-# cube; 25 took a CPU-trained PickCube policy from 0.67 to 0.84 success at the end) and move at half
+# cube; 25 took CPU-trained PickCube policies from 0.67-0.74 to 0.81-0.84 at the end) and move at half
 # the planner's speed (SPEED); the policies train on them merged with perturbed copies of the same
 # demos (`replay convert --action-noise NOISE --noise-seed S` for S in NOISE_SEEDS: DART-style
 # corrective labels, which took diffusion state PickCube from 0.55 to 0.86, PushCube from 0.69 to
