@@ -114,12 +114,8 @@ def _eval(argv: list[str]) -> int:
 
     device = ("cuda" if torch.cuda.is_available() else "cpu") if args.device == "auto" else args.device
     policy, module = load_policy(args.checkpoint, device)
-    if args.action_horizon:
-        cfg = policy.cfg
-        most = cfg.pred_horizon - cfg.obs_horizon + 1
-        if args.action_horizon > most:
-            raise ValueError(f"--action-horizon {args.action_horizon}: this policy predicts {most} actions from its current step at most")
-        policy.cfg = dataclasses.replace(cfg, action_horizon=args.action_horizon)
+    if args.action_horizon:  # the policy config validates it against the checkpoint's horizons
+        policy.cfg = dataclasses.replace(policy.cfg, action_horizon=args.action_horizon)
     result = evaluate(policy, module.env, args.episodes, args.num_envs, args.num_workers, args.seed,
                       args.max_episode_steps, args.video or None)
     result.update(checkpoint=args.checkpoint, env_id=module.env["env_id"], obs_mode=module.spec.obs_mode,
