@@ -8,7 +8,10 @@
 # Demos are made once in pd_joint_pos (`demos generate --obs-mode state`), then converted with
 # `replay convert --control pd_ee_delta_pos` (state obs; rgb obs for the image policy): TCP-space
 # actions generalise over goals where absolute joint targets make the policy learn the arm's inverse
-# kinematics from 100 examples (measured in docs/RESULTS.md). The demos end after HOLD successful
+# kinematics from 100 examples (measured in docs/RESULTS.md). StackCube's go to pd_ee_delta_pose
+# (STACK_CONTROL): its planner turns the wrist after the grasp, which the position-only controller
+# cannot follow (13 of 100 demos lost, and half its perturbed copies; with the pose controller
+# none, and 0.84 against 0.63 success on the H200, docs/RESULTS.md). The demos end after HOLD successful
 # steps of holding still (25: a policy that has seen 10 drifts off PickCube's goal while holding the
 # cube; 25 took CPU-trained PickCube policies from 0.67-0.74 to 0.81-0.84 at the end) and move at half
 # the planner's speed (SPEED); the policies train on them merged with perturbed copies of the same
@@ -33,6 +36,7 @@ OUT=${OUT:-runs/targets}
 MINUTES=${MINUTES:-6}
 RGB_MINUTES=${RGB_MINUTES:-6}
 CONTROL=${CONTROL:-pd_ee_delta_pos}
+STACK_CONTROL=${STACK_CONTROL:-pd_ee_delta_pose}  # StackCube's: the wrist turns after the grasp (see above)
 CONCURRENT=${CONCURRENT:-1}
 EVAL_WORKERS=${EVAL_WORKERS:-3}
 N=${N:-100}
@@ -46,11 +50,11 @@ NOISE=${NOISE:-0.1}  # perturbed copies: replay convert --action-noise
 NOISE_SEEDS=${NOISE_SEEDS-1 2 3 4 5 6}  # one perturbed copy per seed; empty: the clean demos alone
 mkdir -p "$DEMOS" "$OUT"
 
-demo() {  # demo TASK VAR [OBS]: the file in $VAR, else N demos of TASK generated and converted to $CONTROL, OBS (state)
-  local given=${!2:-} obs=${3:-state}
+demo() {  # demo TASK VAR [OBS [CTRL]]: the file in $VAR, else N demos of TASK generated and converted to CTRL ($CONTROL), OBS (state)
+  local given=${!2:-} obs=${3:-state} ctrl=${4:-$CONTROL}
   [ -n "$given" ] && { echo "$given"; return; }
   local base=$DEMOS/$1.hold$HOLD-speed$SPEED seeds=($NOISE_SEEDS)  # file names say the recipe
-  local raw=$base.h5 clean=$base.$obs.$CONTROL.h5 file=$base.$obs.$CONTROL.noise$NOISE-x${#seeds[@]}.h5
+  local raw=$base.h5 clean=$base.$obs.$ctrl.h5 file=$base.$obs.$ctrl.noise$NOISE-x${#seeds[@]}.h5
   [ -z "$NOISE_SEEDS" ] && file=$clean
   if [ ! -f "$raw" ]; then
     "$PY" -m demos.cli generate "$1" --n "$N" --num-envs 16 --workers 4 --obs-mode state --hold "$HOLD" --speed "$SPEED" \
@@ -59,14 +63,14 @@ demo() {  # demo TASK VAR [OBS]: the file in $VAR, else N demos of TASK generate
   [ -f "$file" ] && { echo "$file"; return; }
   # the clean conversion and the perturbed copies (DART, one per seed, merged with the clean one) run at once
   local parts=("$clean") pids=() s log=$OUT/convert_$1_$obs
-  [ -f "$clean" ] || { "$PY" -m replay.cli convert "$raw" --obs "$obs" --control "$CONTROL" --out "$clean" --workers "$WORKERS" \
+  [ -f "$clean" ] || { "$PY" -m replay.cli convert "$raw" --obs "$obs" --control "$ctrl" --out "$clean" --workers "$WORKERS" \
     --no-progress >"$log.log" 2>&1 & pids+=($!); }
   for s in $NOISE_SEEDS; do
-    parts+=("$base.$obs.$CONTROL.noise$NOISE-$s.h5")
-    [ -f "${parts[-1]}" ] || { "$PY" -m replay.cli convert "$raw" --obs "$obs" --control "$CONTROL" --action-noise "$NOISE" \
+    parts+=("$base.$obs.$ctrl.noise$NOISE-$s.h5")
+    [ -f "${parts[-1]}" ] || { "$PY" -m replay.cli convert "$raw" --obs "$obs" --control "$ctrl" --action-noise "$NOISE" \
       --noise-seed "$s" --out "${parts[-1]}" --workers "$WORKERS" --no-progress >"$log.noise-$s.log" 2>&1 & pids+=($!); }
   done
-  for s in "${pids[@]}"; do wait "$s" || { echo "a $obs/$CONTROL conversion of $1 failed (see $log*.log)" >&2; return 1; }; done
+  for s in "${pids[@]}"; do wait "$s" || { echo "a $obs/$ctrl conversion of $1 failed (see $log*.log)" >&2; return 1; }; done
   [ -z "$NOISE_SEEDS" ] && { echo "$clean"; return; }
   "$PY" -m replay.cli merge "$file" "${parts[@]}" >>"$log.log" 2>&1 || { echo "merge failed for $1" >&2; return 1; }
   echo "$file"
@@ -90,7 +94,7 @@ if wants pick || wants bc; then
                                  wants bc && launch bc_state_PickCube bc bc_state "$PICK" "$MINUTES"; }
 fi
 wants push && PUSH_F=$(demo PushCube PUSH) && launch diffusion_state_PushCube diffusion diffusion_state "$PUSH_F" "$MINUTES" "${STATE_ARGS[@]}"
-wants stack && STACK_F=$(demo StackCube STACK) && launch diffusion_state_StackCube diffusion diffusion_state "$STACK_F" "$MINUTES" "${STATE_ARGS[@]}"
+wants stack && STACK_F=$(demo StackCube STACK state "$STACK_CONTROL") && launch diffusion_state_StackCube diffusion diffusion_state "$STACK_F" "$MINUTES" "${STATE_ARGS[@]}"
 wants rgb && RGB_F=$(demo PickCube PICK_RGB rgb) && launch diffusion_rgb_PickCube diffusion diffusion_rgb "$RGB_F" "$RGB_MINUTES" "${RGB_ARGS[@]}"
 for j in "${jobs_[@]}"; do wait "$j"; done
 
