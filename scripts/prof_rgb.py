@@ -26,25 +26,25 @@ spec = ObsSpec("rgb", 25, 4, (), ("base_camera", "hand_camera"), (3, 128, 128))
 torch.backends.cudnn.benchmark = True
 torch.backends.cuda.matmul.allow_tf32 = True; torch.backends.cudnn.allow_tf32 = True
 
-def batch():
-    return {"state": torch.randn(B, 2, 25, device=dev), "actions": torch.rand(B, 16, 4, device=dev) * 2 - 1,
-            "images": torch.randint(0, 255, (B, 2, 2, 3, 128, 128), dtype=torch.uint8, device=dev)}
+def batch(size=B):
+    return {"state": torch.randn(size, 2, 25, device=dev), "actions": torch.rand(size, 16, 4, device=dev) * 2 - 1,
+            "images": torch.randint(0, 255, (size, 2, 2, 3, 128, 128), dtype=torch.uint8, device=dev)}
 
 def sync():
     if dev == "cuda": torch.cuda.synchronize()
 
-def bench(name, policy, fn=None, n=N):
+def bench(name, policy, size=B):
     opt = torch.optim.AdamW(policy.parameters(), lr=1e-4)
-    b = batch()
+    b = batch(size)
     def step():
         with torch.autocast(dev, dtype=torch.bfloat16, enabled=dev == "cuda" and AMP):
-            loss = (fn or policy.loss)(b)
+            loss = policy.loss(b)
         opt.zero_grad(set_to_none=True); loss.backward(); opt.step()
     for _ in range(5): step()
     sync(); t = time.perf_counter()
-    for _ in range(n): step()
-    sync(); dt = (time.perf_counter() - t) / n
-    print(f"{name:40s} {dt*1e3:7.1f} ms/step  {B/dt:9.0f} samples/s", flush=True)
+    for _ in range(N): step()
+    sync(); dt = (time.perf_counter() - t) / N
+    print(f"{name:40s} {dt*1e3:7.1f} ms/step  {size/dt:9.0f} samples/s", flush=True)
     return step
 
 def parts(policy):
@@ -61,9 +61,9 @@ def parts(policy):
 p = build_policy(spec, run.policy).to(dev).train()
 step = bench("default", p)
 parts(p)
-if QUICK:
-    bench("channels_last", build_policy(spec, run.policy).to(dev).train().to(memory_format=torch.channels_last)); sys.exit()
 bench("channels_last", build_policy(spec, run.policy).to(dev).train().to(memory_format=torch.channels_last))
+if QUICK:
+    sys.exit()
 nogn = build_policy(spec, run.policy).to(dev).train()
 for enc in nogn.encoder.cams:
     for m in enc.net:
@@ -72,7 +72,7 @@ for enc in nogn.encoder.cams:
 bench("BatchNorm instead of GroupNorm", nogn)
 noshift = build_policy(spec, dataclasses.replace(run.policy, image_shift=0)).to(dev).train()
 bench("no random shift", noshift)
-B2 = B; B = 2 * B2; bench(f"batch {B}", build_policy(spec, run.policy).to(dev).train()); B = B2
+bench(f"batch {2 * B}", build_policy(spec, run.policy).to(dev).train(), size=2 * B)
 if dev == "cuda":
     from torch.profiler import profile, ProfilerActivity
     with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
