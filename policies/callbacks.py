@@ -37,6 +37,12 @@ class EvalCallback(L.Callback):
         for k in EVAL_METRICS:
             pl_module.log(f"eval/{k}", float(result[k]), prog_bar=k != "episode_len", sync_dist=False, rank_zero_only=False)
 
+    def state_dict(self) -> dict[str, Any]:  # a resumed run's results.json keeps the evaluations before it
+        return {"history": self.history}
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        self.history = list(state_dict.get("history", []))
+
 
 class Throughput(L.Callback):
     """Training samples per second over all ranks, logged and shown in the progress bar."""

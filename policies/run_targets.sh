@@ -17,7 +17,9 @@
 # the planner's speed (SPEED); the policies train on them merged with perturbed copies of the same
 # demos (`replay convert --action-noise NOISE --noise-seed S` for S in NOISE_SEEDS: DART-style
 # corrective labels, which took diffusion state PickCube from 0.55 to 0.86, PushCube from 0.69 to
-# 0.94 and StackCube from 0.36 to 0.80 success once with six copies, docs/RESULTS.md). File names
+# 0.94 and StackCube from 0.36 to 0.80 success once with six copies; twelve copies and 7,000 steps
+# (configs/diffusion_state.yaml) took PickCube to 0.91 and 0.93 at the end in two seeds, where six or
+# twelve copies at 5,000 steps gave 0.86-0.87, docs/RESULTS.md). File names
 # in $DEMOS say the recipe (TASK.holdH-speedS...); given files (PICK=...) are
 # used as they are.
 #
@@ -33,7 +35,7 @@ PY=${PY:-.venv/bin/python}
 [ -x "$PY" ] || PY=python
 DEMOS=${DEMOS:-out/demos}
 OUT=${OUT:-runs/targets}
-MINUTES=${MINUTES:-6}
+MINUTES=${MINUTES:-7}
 RGB_MINUTES=${RGB_MINUTES:-6}
 CONTROL=${CONTROL:-pd_ee_delta_pos}
 STACK_CONTROL=${STACK_CONTROL:-pd_ee_delta_pose}  # StackCube's: the wrist turns after the grasp (see above)
@@ -47,15 +49,17 @@ read -ra RGB_ARGS <<<"${RGB_ARGS:-}"      # ... for the rgb run
 HOLD=${HOLD:-25}    # demos end after this many successful steps in a row, the robot holding still
 SPEED=${SPEED:-0.5}  # the planner's joint speed, as a share of the robot's limits
 NOISE=${NOISE:-0.1}  # perturbed copies: replay convert --action-noise
-NOISE_SEEDS=${NOISE_SEEDS-1 2 3 4 5 6}  # one perturbed copy per seed; empty: the clean demos alone
+NOISE_SEEDS=${NOISE_SEEDS-1 2 3 4 5 6 7 8 9 10 11 12}  # one perturbed copy per seed (PickCube, PushCube); empty: the clean demos alone
+STACK_NOISE_SEEDS=${STACK_NOISE_SEEDS-1 2 3 4 5 6}  # StackCube's copies (six: 0.84 and 0.78 on the H200, twelve 0.77)
+RGB_NOISE_SEEDS=${RGB_NOISE_SEEDS-1 2 3 4 5 6}      # the rgb run's copies (six measured; each rgb copy is rendered)
 mkdir -p "$DEMOS" "$OUT"
 
-demo() {  # demo TASK VAR [OBS [CTRL]]: the file in $VAR, else N demos of TASK generated and converted to CTRL ($CONTROL), OBS (state)
-  local given=${!2:-} obs=${3:-state} ctrl=${4:-$CONTROL}
+demo() {  # demo TASK VAR [OBS [CTRL [SEEDS]]]: the file in $VAR, else N demos of TASK generated and converted to CTRL ($CONTROL), OBS (state), with a perturbed copy per seed in SEEDS ($NOISE_SEEDS)
+  local given=${!2:-} obs=${3:-state} ctrl=${4:-$CONTROL} noise_seeds=${5-$NOISE_SEEDS}
   [ -n "$given" ] && { echo "$given"; return; }
-  local base=$DEMOS/$1.hold$HOLD-speed$SPEED seeds=($NOISE_SEEDS)  # file names say the recipe
+  local base=$DEMOS/$1.hold$HOLD-speed$SPEED seeds=($noise_seeds)  # file names say the recipe
   local raw=$base.h5 clean=$base.$obs.$ctrl.h5 file=$base.$obs.$ctrl.noise$NOISE-x${#seeds[@]}.h5
-  [ -z "$NOISE_SEEDS" ] && file=$clean
+  [ -z "$noise_seeds" ] && file=$clean
   if [ ! -f "$raw" ]; then
     "$PY" -m demos.cli generate "$1" --n "$N" --num-envs 16 --workers 4 --obs-mode state --hold "$HOLD" --speed "$SPEED" \
       --out "$raw" >"$OUT/gen_$1.log" 2>&1 || { echo "no demos for $1 (see $OUT/gen_$1.log)" >&2; return 1; }
@@ -65,13 +69,13 @@ demo() {  # demo TASK VAR [OBS [CTRL]]: the file in $VAR, else N demos of TASK g
   local parts=("$clean") pids=() s log=$OUT/convert_$1_$obs
   [ -f "$clean" ] || { "$PY" -m replay.cli convert "$raw" --obs "$obs" --control "$ctrl" --out "$clean" --workers "$WORKERS" \
     --no-progress >"$log.log" 2>&1 & pids+=($!); }
-  for s in $NOISE_SEEDS; do
+  for s in $noise_seeds; do
     parts+=("$base.$obs.$ctrl.noise$NOISE-$s.h5")
     [ -f "${parts[-1]}" ] || { "$PY" -m replay.cli convert "$raw" --obs "$obs" --control "$ctrl" --action-noise "$NOISE" \
       --noise-seed "$s" --out "${parts[-1]}" --workers "$WORKERS" --no-progress >"$log.noise-$s.log" 2>&1 & pids+=($!); }
   done
   for s in "${pids[@]}"; do wait "$s" || { echo "a $obs/$ctrl conversion of $1 failed (see $log*.log)" >&2; return 1; }; done
-  [ -z "$NOISE_SEEDS" ] && { echo "$clean"; return; }
+  [ -z "$noise_seeds" ] && { echo "$clean"; return; }
   "$PY" -m replay.cli merge "$file" "${parts[@]}" >>"$log.log" 2>&1 || { echo "merge failed for $1" >&2; return 1; }
   echo "$file"
 }
@@ -94,8 +98,8 @@ if wants pick || wants bc; then
                                  wants bc && launch bc_state_PickCube bc bc_state "$PICK" "$MINUTES"; }
 fi
 wants push && PUSH_F=$(demo PushCube PUSH) && launch diffusion_state_PushCube diffusion diffusion_state "$PUSH_F" "$MINUTES" "${STATE_ARGS[@]}"
-wants stack && STACK_F=$(demo StackCube STACK state "$STACK_CONTROL") && launch diffusion_state_StackCube diffusion diffusion_state "$STACK_F" "$MINUTES" "${STATE_ARGS[@]}"
-wants rgb && RGB_F=$(demo PickCube PICK_RGB rgb) && launch diffusion_rgb_PickCube diffusion diffusion_rgb "$RGB_F" "$RGB_MINUTES" "${RGB_ARGS[@]}"
+wants stack && STACK_F=$(demo StackCube STACK state "$STACK_CONTROL" "$STACK_NOISE_SEEDS") && launch diffusion_state_StackCube diffusion diffusion_state "$STACK_F" "$MINUTES" "${STATE_ARGS[@]}"
+wants rgb && RGB_F=$(demo PickCube PICK_RGB rgb "$CONTROL" "$RGB_NOISE_SEEDS") && launch diffusion_rgb_PickCube diffusion diffusion_rgb "$RGB_F" "$RGB_MINUTES" "${RGB_ARGS[@]}"
 for j in "${jobs_[@]}"; do wait "$j"; done
 
 "$PY" -m policies.report "$OUT"/*/ --json "$OUT/results.json" --markdown docs/RESULTS.md \

@@ -316,12 +316,14 @@ def test_resume_continues(state_file, tmp_path):
     from policies.train import train
 
     run = _tiny("bc", state_file, tmp_path, max_steps=2, val_every=2)
-    run.eval = type(run.eval)(episodes=0, final_episodes=0)
+    run.eval = type(run.eval)(episodes=2, num_envs=2, max_episode_steps=3, final_episodes=0)
     train(run)
     with pytest.raises(ValueError, match="already holds a run"):
         train(run)
     run.train.max_steps, run.train.resume = 4, True
-    assert train(run)["steps"] == 4
+    resumed = train(run)
+    assert resumed["steps"] == 4
+    assert [h["step"] for h in resumed["eval_history"]] == [2, 4]  # the evaluation before the resume is kept
     assert (Path(tmp_path) / "run" / "metrics.part0.csv").is_file()
 
 
