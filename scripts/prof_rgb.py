@@ -59,27 +59,29 @@ def parts(policy):
             for _ in range(N): f()
             sync(); print(f"{name:40s} {(time.perf_counter()-t)/N*1e3:7.1f} ms", flush=True)
 
-def with_stem(layers):
-    """The default policy with each camera CNN's layers before the keypoint 1x1 conv replaced."""
-    from policies.models.encoders import _conv
+def with_stem(make=None):
+    """The default policy, each camera CNN's layers before the keypoint 1x1 conv replaced by make()'s."""
     pol = build_policy(spec, run.policy)
     for enc in pol.encoder.cams:
-        enc.net = torch.nn.Sequential(*[_conv(*a) if len(a) == 3 else torch.nn.Sequential(
-            torch.nn.Conv2d(a[0], a[1], a[2], a[2]), torch.nn.GroupNorm(8, a[1]), torch.nn.ReLU(inplace=True)) for a in layers],
-            *enc.net[-2:])
+        if make is not None:
+            enc.net = torch.nn.Sequential(*make(), *enc.net[-2:])
     return pol.to(dev).train()
 
 if os.environ.get("STEMS") == "1":
-    default = [(3, 32, 2), (32, 32, 1), (32, 64, 2), (64, 64, 1), (64, 128, 2)]
-    lite = [(3, 32, 2), (32, 64, 2), (64, 64, 1), (64, 128, 2)]  # no stride-1 conv at 64 x 64
-    patch = [(3, 64, 4, "patch"), (64, 64, 1), (64, 128, 2)]   # a 4 x 4 patch conv to 32 x 32
-    for name, layers in (("default", default), ("lite: no stride-1 conv at 64x64", lite), ("4x4 patch stem", patch)):
-        bench(name, with_stem(layers))
-    for name, layers in (("default, encoders compiled", default), ("lite, encoders compiled", lite)) * (os.environ.get("COMPILE") == "1"):
-        pol = with_stem(layers)
-        for enc in pol.encoder.cams:
-            enc.net = torch.compile(enc.net)
-        bench(name, pol)
+    from policies.models.encoders import _conv
+    def patch(cin, cout, size):
+        return torch.nn.Sequential(torch.nn.Conv2d(cin, cout, size, size), torch.nn.GroupNorm(8, cout), torch.nn.ReLU(inplace=True))
+    lite = lambda: [_conv(3, 32, 2), _conv(32, 64, 2), _conv(64, 64, 1), _conv(64, 128, 2)]  # no stride-1 conv at 64 x 64
+    stems = {"default": None, "lite: no stride-1 conv at 64x64": lite,
+             "4x4 patch stem": lambda: [patch(3, 64, 4), _conv(64, 64, 1), _conv(64, 128, 2)]}  # straight to 32 x 32
+    for name, make in stems.items():
+        bench(name, with_stem(make))
+    if os.environ.get("COMPILE") == "1":
+        for name, make in (("default, encoders compiled", None), ("lite, encoders compiled", lite)):
+            pol = with_stem(make)
+            for enc in pol.encoder.cams:
+                enc.net = torch.compile(enc.net)
+            bench(name, pol)
     sys.exit()
 
 p = build_policy(spec, run.policy).to(dev).train()
