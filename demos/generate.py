@@ -223,15 +223,16 @@ def generate(cfg: GenerateConfig, on_progress: Callable[[Progress], None] | None
                     if keep and writer.num_episodes < cfg.n:
                         o.episode.info = {"attempt": first + b, "reason": o.reason}
                         writer.add_staged(o.episode, cfg.control_mode)
-                writer.commit()
+                # judged batch by batch, in order: the count it names does not depend on which worker was first
+                if cfg.only_success and progress.successes == 0 and progress.attempts >= max(HOPELESS_ATTEMPTS, 4 * cfg.num_envs):
+                    kind, count = failures.most_common(1)[0]
+                    raise ValueError(
+                        f"no attempt succeeded in {progress.attempts}; the most common failure ({count} of them): "
+                        f"{example[kind]}"
+                    )
+            writer.commit()
             progress.saved = writer.num_episodes
             progress.elapsed = time.perf_counter() - start
-            if cfg.only_success and progress.successes == 0 and progress.attempts >= max(HOPELESS_ATTEMPTS, 4 * cfg.num_envs):
-                kind, count = failures.most_common(1)[0]
-                raise ValueError(
-                    f"no attempt succeeded in {progress.attempts}; the most common failure ({count} of them): "
-                    f"{example[kind]}"
-                )
             if on_progress:
                 on_progress(progress)
         complete = True

@@ -48,6 +48,10 @@ class DatasetConfig:
     state_keys: tuple[str, ...] = ("agent", "extra/tcp_pose", "extra/goal_pos")
     """state_dict and image modes: obs entries fed to the policy (a path names all leaves under it, e.g.
     agent, extra/tcp_to_obj_pos); paths missing from the data are left out"""
+    aux_keys: tuple[str, ...] = ()
+    """image modes: obs entries recorded in the demos (e.g. extra/tcp_to_obj_pos) that the image
+    features learn to predict during training, an auxiliary loss weighted by policy.aux_weight;
+    never a policy input, so acting needs only the cameras and state_keys"""
     cameras: tuple[str, ...] = ()
     """image modes: camera uids to use (empty: every camera in the data)"""
     depth_scale_mm: float = 2000.0
@@ -88,8 +92,11 @@ class PolicyConfig:
     """AdamW weight decay"""
     warmup_steps: int = 500
     """learning-rate warm-up steps"""
+    aux_weight: float = 1.0
+    """weight of the auxiliary loss on dataset.aux_keys (image modes)"""
 
     def __post_init__(self) -> None:
+        _check(self.aux_weight >= 0, f"policy.aux_weight must be >= 0, got {self.aux_weight}")
         _positive(self, "obs_horizon", "pred_horizon", "action_horizon", "image_features", "lr")
         _check(self.image_shift >= 0, f"policy.image_shift must be >= 0, got {self.image_shift}")
         _check(self.state_noise >= 0, f"policy.state_noise must be >= 0, got {self.state_noise}")

@@ -39,6 +39,8 @@ class ObsSpec:
     cameras: tuple[str, ...] = ()
     image_shape: tuple[int, int, int] = (0, 0, 0)  # (C, H, W)
     depth_scale_mm: float = 2000.0
+    aux_paths: tuple[str, ...] = ()  # image modes: leaf paths of the auxiliary targets (training only)
+    aux_dim: int = 0
 
     @property
     def mode(self) -> ObsMode:
@@ -54,7 +56,7 @@ class ObsSpec:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "ObsSpec":
         d = dict(d)
-        for k in ("state_paths", "cameras", "image_shape"):
+        for k in ("state_paths", "cameras", "image_shape", "aux_paths"):
             d[k] = tuple(d.get(k, ()))
         return cls(**d)
 
@@ -77,9 +79,20 @@ def _camera_tree(obs: dict[str, Any]) -> dict[str, Any]:
     return obs.get("cameras", obs.get("sensor_data", {}))
 
 
+def _paths(leaves: dict[str, Any], keys: tuple[str, ...]) -> tuple[str, ...]:
+    """The leaf paths named by `keys` (a key names itself and every leaf under it), in leaf order."""
+    return tuple(p for p in leaves if any(p == key or p.startswith(key + "/") for key in keys))
+
+
+def _width(leaves: dict[str, Any], paths: tuple[str, ...]) -> int:
+    return sum(int(np.prod(np.shape(leaves[p])[1:])) for p in paths)
+
+
 def describe(obs: Any, actions: np.ndarray, cfg: DatasetConfig) -> ObsSpec:
     """The ObsSpec of one episode's (or one env step's) observations under `cfg`."""
     mode = cfg.mode
+    if cfg.aux_keys and not mode.visual:
+        raise ValueError(f"dataset.aux_keys are predicted from images: they need an image obs mode, not {mode.value}")
     if mode is ObsMode.STATE:
         if isinstance(obs, dict):
             raise ValueError("dataset.obs_mode state needs flat state observations (generate with --obs-mode state; "
@@ -90,8 +103,8 @@ def describe(obs: Any, actions: np.ndarray, cfg: DatasetConfig) -> ObsSpec:
     if mode.visual and (not isinstance(obs, dict) or not _camera_tree(obs)):
         raise ValueError(f"dataset.obs_mode {mode.value} needs camera observations in the data (replay convert --obs {mode.value})")
     leaves = _state_leaves(obs)
-    paths = tuple(p for p in leaves if any(p == key or p.startswith(key + "/") for key in cfg.state_keys))
-    state_dim = sum(int(np.prod(np.shape(leaves[p])[1:])) for p in paths)
+    paths = _paths(leaves, cfg.state_keys)
+    state_dim = _width(leaves, paths)
     if not mode.visual:
         if not paths:
             raise ValueError(f"dataset.state_keys {list(cfg.state_keys)} name none of the data's entries: {', '.join(leaves)}")
@@ -101,9 +114,13 @@ def describe(obs: Any, actions: np.ndarray, cfg: DatasetConfig) -> ObsSpec:
     missing = [c for c in cameras if c not in cams_present]
     if missing:
         raise ValueError(f"dataset.cameras {missing} not in the data; it has {cams_present}")
+    aux = _paths(leaves, cfg.aux_keys)
+    if cfg.aux_keys and not aux:
+        raise ValueError(f"dataset.aux_keys {list(cfg.aux_keys)} name none of the data's entries: {', '.join(leaves)}")
     channels = 4 if mode is ObsMode.RGBD else 3
     h, w = np.shape(_camera_tree(obs)[cameras[0]]["rgb"])[-3:-1]
-    return ObsSpec(mode.value, state_dim, int(actions.shape[-1]), paths, cameras, (channels, int(h), int(w)), cfg.depth_scale_mm)
+    return ObsSpec(mode.value, state_dim, int(actions.shape[-1]), paths, cameras, (channels, int(h), int(w)), cfg.depth_scale_mm,
+                   aux, _width(leaves, aux))
 
 
 def extract(obs: Any, spec: ObsSpec) -> dict[str, torch.Tensor]:
@@ -113,8 +130,7 @@ def extract(obs: Any, spec: ObsSpec) -> dict[str, torch.Tensor]:
         return {"state": torch.as_tensor(np.asarray(obs) if not torch.is_tensor(obs) else obs).float()}
     leaves = _state_leaves(obs)
     n = len(next(iter(leaves.values()))) if leaves else len(_camera_tree(obs)[spec.cameras[0]]["rgb"])
-    parts = [torch.as_tensor(leaves[p]).float().reshape(n, -1) for p in spec.state_paths]
-    state = torch.cat(parts, 1) if parts else torch.zeros(n, 0)
+    state = _flat(leaves, spec.state_paths, n)
     if not spec.visual:
         return {"state": state}
     cams = _camera_tree(obs)
@@ -126,6 +142,17 @@ def extract(obs: Any, spec: ObsSpec) -> dict[str, torch.Tensor]:
             rgb = torch.cat((rgb.to(torch.int16), depth), -1)
         images.append(rgb.permute(0, 3, 1, 2))
     return {"state": state, "images": torch.stack(images, 1).contiguous()}  # (N, K, C, H, W)
+
+
+def _flat(leaves: dict[str, Any], paths: tuple[str, ...], n: int) -> torch.Tensor:
+    parts = [torch.as_tensor(leaves[p]).float().reshape(n, -1) for p in paths]
+    return torch.cat(parts, 1) if parts else torch.zeros(n, 0)
+
+
+def extract_aux(obs: dict[str, Any], spec: ObsSpec) -> torch.Tensor:
+    """(N, aux_dim) auxiliary training targets of an observation batch (spec.aux_paths)."""
+    leaves = _state_leaves(obs)
+    return _flat(leaves, spec.aux_paths, len(leaves[spec.aux_paths[0]]))
 
 
 def env_info(file: TrajectoryFile) -> dict[str, Any]:
@@ -153,7 +180,7 @@ class DemoData:
         if not entries:
             raise ValueError(f"{path}: no episodes")
         self.env = env_info(file)
-        states, images, actions, plans, lengths = [], [], [], [], []
+        states, images, auxes, actions, plans, lengths = [], [], [], [], [], []
         perturbed = False  # any episode with reference_actions
         self.spec: ObsSpec | None = None
         for entry in entries:
@@ -174,6 +201,8 @@ class DemoData:
             states.append(x["state"])
             if "images" in x:
                 images.append(x["images"])
+            if self.spec.aux_dim:
+                auxes.append(extract_aux(obs, self.spec))
             actions.append(torch.from_numpy(act))
             plans.append(actions[-1] if plan is None else torch.from_numpy(plan))
             lengths.append(len(act))
@@ -181,6 +210,7 @@ class DemoData:
         self.episode_ids = [e["episode_id"] for e in entries]
         self.state = torch.cat(states)  # (M + E, D)
         self.images = torch.cat(images) if images else None  # (M + E, K, C, H, W)
+        self.aux = torch.cat(auxes) if auxes else None  # (M + E, aux_dim)
         self.actions = torch.cat(actions)  # (M, A)
         # (M, A) the actions after the current one in a chunk; None: the same as `actions`
         self.plan = torch.cat(plans) if perturbed else None
@@ -252,8 +282,9 @@ def _read(node) -> Any:
 
 
 def gather(store: dict[str, torch.Tensor | None], table: dict[str, torch.Tensor], idx: torch.Tensor, hold_still: bool) -> dict[str, torch.Tensor]:
-    """A batch for samples `idx` from device-resident `store` (state, images, actions) and index
-    `table` (from DemoData.windows): state (B, To, D), images (B, To, K, C, H, W), actions (B, Tp, A)."""
+    """A batch for samples `idx` from device-resident `store` (state, images, aux, actions) and index
+    `table` (from DemoData.windows): state (B, To, D), images (B, To, K, C, H, W), actions (B, Tp, A),
+    aux (B, aux_dim): the auxiliary targets at the current (last) observation."""
     obs_rows = table["obs"][idx]  # (B, To)
     act_rows = table["actions"][idx]  # (B, Tp)
     if store.get("plan") is None:
@@ -269,4 +300,6 @@ def gather(store: dict[str, torch.Tensor | None], table: dict[str, torch.Tensor]
     batch = {"state": store["state"][obs_rows], "actions": actions}
     if store.get("images") is not None:
         batch["images"] = store["images"][obs_rows]
+    if store.get("aux") is not None:
+        batch["aux"] = store["aux"][obs_rows[:, -1]]
     return batch

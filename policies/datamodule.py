@@ -68,11 +68,13 @@ class DemoDataModule(L.LightningDataModule):
         self.train_episodes, self.val_episodes = data.split(self.cfg.val_fraction, self.cfg.split_seed)
         act_rows, obs_rows = data.rows(self.train_episodes)
         acts = data.actions[act_rows] if data.plan is None else torch.cat((data.actions[act_rows], data.plan[act_rows]))
-        self.normaliser = Normaliser(data.spec.action_dim, data.spec.state_dim).fit(acts, data.state[obs_rows])
+        aux = data.aux[obs_rows] if data.aux is not None else None
+        self.normaliser = Normaliser(data.spec.action_dim, data.spec.state_dim, data.spec.aux_dim).fit(acts, data.state[obs_rows], aux)
         device = self.trainer.strategy.root_device if self.trainer is not None else torch.device("cpu")
         self.store = {
             "state": data.state.to(device),
             "images": data.images.to(device) if data.images is not None else None,
+            "aux": data.aux.to(device) if data.aux is not None else None,
             "actions": data.actions.to(device),
             "plan": data.plan.to(device) if data.plan is not None else None,
         }

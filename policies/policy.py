@@ -6,7 +6,10 @@
 Each policy carries its `Normaliser` and its `ObsSpec`, keeps the last `obs_horizon` observations,
 predicts `pred_horizon` actions at once and executes `action_horizon` of them before predicting
 again. Training calls `loss(batch)` with a raw (unnormalised) batch from `policies.data.gather`;
-it does not modify the batch.
+it does not modify the batch. Where the data names auxiliary targets (`dataset.aux_keys`, e.g.
+the cube's offset from the gripper), a linear head learns them from the current step's image
+features and its loss is added (`policy.aux_weight`): the camera encoders are taught where the
+object is; acting never uses the head.
 """
 
 from __future__ import annotations
@@ -28,9 +31,10 @@ class Policy(nn.Module, abc.ABC):
     def __init__(self, spec: ObsSpec, cfg: PolicyConfig):
         super().__init__()
         self.spec, self.cfg = spec, cfg
-        self.normaliser = Normaliser(spec.action_dim, spec.state_dim)
+        self.normaliser = Normaliser(spec.action_dim, spec.state_dim, spec.aux_dim)
         c, _, _ = spec.image_shape
         self.encoder = ObsEncoder(spec.state_dim, len(spec.cameras), c, cfg.image_features, cfg.image_shift, spec.depth_scale_mm)
+        self.aux_head = nn.Linear(len(spec.cameras) * cfg.image_features, spec.aux_dim) if spec.aux_dim else None
         self.cond_dim = cfg.obs_horizon * self.encoder.out_dim
         self._history: list[dict[str, torch.Tensor]] = []
         self._queue: torch.Tensor | None = None  # (N, k, A) actions still to execute
@@ -39,12 +43,19 @@ class Policy(nn.Module, abc.ABC):
     def device(self) -> torch.device:
         return self.normaliser.action_low.device
 
-    def condition(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
-        """(B, To * F) observation features from a raw batch's state (B, To, D) and images."""
+    def features(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+        """(B, To, F) observation features from a raw batch's state (B, To, D) and images."""
         state = self.normaliser.normalise_state(batch["state"])
         if self.training and self.cfg.state_noise:
             state = state + self.cfg.state_noise * torch.randn_like(state)
-        return self.encoder(state, batch.get("images")).flatten(1)
+        return self.encoder(state, batch.get("images"))
+
+    def aux_loss(self, features: torch.Tensor, batch: dict[str, torch.Tensor]) -> torch.Tensor | float:
+        """The auxiliary targets' MSE from the current step's image features (0 without targets)."""
+        if self.aux_head is None or "aux" not in batch:
+            return 0.0
+        pred = self.aux_head(features[:, -1, self.spec.state_dim :])
+        return self.cfg.aux_weight * nn.functional.mse_loss(pred.float(), self.normaliser.normalise_aux(batch["aux"]))
 
     @abc.abstractmethod
     def loss(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
@@ -80,15 +91,16 @@ class BCPolicy(Policy):
             width = h
         self.mlp = nn.Sequential(*layers, nn.Linear(width, cfg.pred_horizon * spec.action_dim))
 
-    def _forward(self, obs: dict[str, torch.Tensor]) -> torch.Tensor:
-        return self.mlp(self.condition(obs)).view(-1, self.cfg.pred_horizon, self.spec.action_dim)
+    def _forward(self, features: torch.Tensor) -> torch.Tensor:
+        return self.mlp(features.flatten(1)).view(-1, self.cfg.pred_horizon, self.spec.action_dim)
 
     def loss(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
         target = self.normaliser.normalise_action(batch["actions"])
-        return nn.functional.mse_loss(self._forward(batch).float(), target)
+        feats = self.features(batch)
+        return nn.functional.mse_loss(self._forward(feats).float(), target) + self.aux_loss(feats, batch)
 
     def predict_chunk(self, obs: dict[str, torch.Tensor]) -> torch.Tensor:
-        return self.normaliser.unnormalise_action(self._forward(obs).float())
+        return self.normaliser.unnormalise_action(self._forward(self.features(obs)).float())
 
 
 class DiffusionPolicy(Policy):
@@ -102,14 +114,14 @@ class DiffusionPolicy(Policy):
 
     def loss(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
         x0 = self.normaliser.normalise_action(batch["actions"])  # (B, Tp, A)
-        cond = self.condition(batch)
+        feats = self.features(batch)
         noise = torch.randn_like(x0)
         t = torch.randint(0, self.schedule.steps, (x0.shape[0],), device=x0.device)
-        pred = self.unet(self.schedule.add_noise(x0, noise, t), t, cond)
-        return nn.functional.mse_loss(pred.float(), noise)
+        pred = self.unet(self.schedule.add_noise(x0, noise, t), t, feats.flatten(1))
+        return nn.functional.mse_loss(pred.float(), noise) + self.aux_loss(feats, batch)
 
     def predict_chunk(self, obs: dict[str, torch.Tensor]) -> torch.Tensor:
-        cond = self.condition(obs)
+        cond = self.features(obs).flatten(1)
         shape = (cond.shape[0], self.cfg.pred_horizon, self.spec.action_dim)
         x = self.schedule.ddim_sample(lambda x, t: self.unet(x, t, cond), shape, self.cfg.inference_steps, cond.device)
         return self.normaliser.unnormalise_action(x)

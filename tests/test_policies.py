@@ -271,6 +271,52 @@ def test_rgb_policy_trains_and_acts(rgb_file, tmp_path):
     assert policy.predict_action(obs).shape == (2, 8)
 
 
+@pytest.mark.parametrize("kind", ["bc", "diffusion"])
+def test_aux_targets_teach_the_image_encoder(kind, rgb_file, tmp_path):
+    """dataset.aux_keys: recorded entries the image features learn to predict in training (the
+    current step's), a loss that reaches the camera encoder; acting never reads them."""
+    from policies.module import load_policy
+    from policies.train import train
+
+    run = _tiny(kind, rgb_file, tmp_path, "rgb", max_steps=2, val_every=2)
+    run.dataset = DatasetConfig(obs_mode="rgb", val_fraction=0.25, aux_keys=("extra/tcp_to_obj_pos",))
+    data = DemoData(run.data, run.dataset)
+    assert data.spec.aux_paths == ("extra/tcp_to_obj_pos",) and data.spec.aux_dim == 3
+    assert "extra/tcp_to_obj_pos" not in data.spec.state_paths  # a target, not an input
+    import h5py
+
+    with h5py.File(rgb_file) as f:
+        recorded = torch.as_tensor(f["traj_0/obs/extra/tcp_to_obj_pos"][()])
+    torch.testing.assert_close(data.aux[: STEPS + 1], recorded)
+    table = data.windows([0], run.policy.obs_horizon, run.policy.pred_horizon)
+    store = {"state": data.state, "images": data.images, "actions": data.actions, "aux": data.aux}
+    batch = gather(store, table, torch.arange(5), False)
+    torch.testing.assert_close(batch["aux"], data.aux[table["obs"][:5, -1]])
+
+    policy = build_policy(data.spec, run.policy).train()
+    policy.normaliser.fit(data.actions, data.state, data.aux)
+    feats = policy.features(batch)
+    aux = policy.aux_loss(feats, batch)
+    assert aux > 0
+    aux.backward()
+    assert policy.encoder.cams[0].net[0][0].weight.grad.abs().sum() > 0  # down to the first convolution
+    no_aux = dataclasses.replace(run.policy, aux_weight=0.0)
+    assert build_policy(data.spec, no_aux).aux_loss(feats, batch) == 0
+
+    results = train(run)
+    policy, module = load_policy(results["checkpoint"])
+    assert module.spec.aux_dim == 3 and policy.normaliser.aux_std.abs().sum() > 0
+    obs = {"agent": {"qpos": torch.zeros(2, 9), "qvel": torch.zeros(2, 9)},  # no tcp_to_obj_pos: not needed to act
+           "extra": {"tcp_pose": torch.zeros(2, 7), "goal_pos": torch.zeros(2, 3)},
+           "cameras": {"base_camera": {"rgb": torch.zeros(2, 16, 16, 3, dtype=torch.uint8)}}}
+    policy.reset()
+    assert policy.predict_action(obs).shape == (2, 8)
+    with pytest.raises(ValueError, match="need an image obs mode"):
+        DemoData.peek(str(rgb_file), DatasetConfig(obs_mode="state_dict", aux_keys=("extra/obj_pose",)))
+    with pytest.raises(ValueError, match=r"aux_keys \['extra/nothing'\] name none"):
+        DemoData.peek(str(rgb_file), DatasetConfig(obs_mode="rgb", aux_keys=("extra/nothing",)))
+
+
 def test_all_episodes_for_training_and_state_noise(state_file, tmp_path):
     """dataset.val_fraction 0 trains on every episode (the evaluation still picks the best
     checkpoint); policy.state_noise perturbs the inputs in training only."""
@@ -289,9 +335,9 @@ def test_all_episodes_for_training_and_state_noise(state_file, tmp_path):
     policy = build_policy(data.spec, run.policy)
     batch = {"state": data.state[:4, None].repeat(1, 2, 1)}
     policy.train()
-    assert not torch.equal(policy.condition(batch), policy.condition(batch))
+    assert not torch.equal(policy.features(batch), policy.features(batch))
     policy.eval()
-    assert torch.equal(policy.condition(batch), policy.condition(batch))
+    assert torch.equal(policy.features(batch), policy.features(batch))
 
 
 def test_a_fresh_run_never_picks_up_an_old_one(state_file, tmp_path):
