@@ -5,6 +5,11 @@
 #   bash policies/run_targets.sh                 # demos are generated and converted into $DEMOS when missing
 #   PICK=a.h5 PUSH=b.h5 STACK=c.h5 PICK_RGB=d.h5 bash policies/run_targets.sh
 #
+# On the offline H200 host: build the carry kit here (`bash ../shared/device/build-site.sh &&
+# bash scripts/device_extras.sh`), carry .device, and run `source .device/prelude.sh && bash
+# policies/run_targets.sh` there, with the raw demos made here carried in $DEMOS (motion planning
+# there needs `prelude.sh plan`, under which lightning does not import).
+#
 # Demos are made once in pd_joint_pos (`demos generate --obs-mode state`), then converted with
 # `replay convert --control pd_ee_delta_pos` (state obs; rgb obs for the image policy): TCP-space
 # actions generalise over goals where absolute joint targets make the policy learn the arm's inverse
@@ -50,7 +55,7 @@ HOLD=${HOLD:-25}    # demos end after this many successful steps in a row, the r
 SPEED=${SPEED:-0.5}  # the planner's joint speed, as a share of the robot's limits
 NOISE=${NOISE:-0.1}  # perturbed copies: replay convert --action-noise
 NOISE_SEEDS=${NOISE_SEEDS-1 2 3 4 5 6 7 8 9 10 11 12}  # one perturbed copy per seed (PickCube, PushCube); empty: the clean demos alone
-STACK_NOISE_SEEDS=${STACK_NOISE_SEEDS-1 2 3 4 5 6}  # StackCube's copies (six: 0.84 and 0.78 on the H200, twelve 0.77)
+STACK_NOISE_SEEDS=${STACK_NOISE_SEEDS-1 2 3 4 5 6}  # StackCube's copies (six: 0.84 and 0.78 at 5,000 steps on the H200, 0.73 at 7,000; twelve 0.77)
 RGB_NOISE_SEEDS=${RGB_NOISE_SEEDS-1 2 3 4 5 6}      # the rgb run's copies (six measured; each rgb copy is rendered)
 mkdir -p "$DEMOS" "$OUT"
 
