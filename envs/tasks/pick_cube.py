@@ -67,6 +67,9 @@ class PickCubeEnv(BaseEnv):
     def _extra_obs(self, info: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
         obs = object_goal_obs(self.agent.tcp_pose, self.cube.pose(), self.goal_pos)
         obs["is_grasped"] = info["is_grasped"].float()[:, None]
+        # where the TCP must carry the cube, from the agent's own pose and the given goal: no object
+        # state, so image policies may take it (their state_keys) beside tcp_pose and goal_pos
+        obs["tcp_to_goal_pos"] = self.goal_pos - self.agent.tcp_pose[:, :3]
         return obs
 
     def compute_dense_reward(self, info: dict[str, torch.Tensor]) -> torch.Tensor:
