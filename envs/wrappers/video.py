@@ -15,6 +15,7 @@ partial reset (options={"env_idx": ...}) continues the current one. Writing uses
 
 from __future__ import annotations
 
+import importlib.util
 import math
 from pathlib import Path
 
@@ -80,6 +81,8 @@ class RecordVideo(gym.Wrapper):
                 "RecordVideo needs frames: make the env with render_mode='rgb_array', or pass camera=<uid> "
                 "with an obs mode that has rgb (rgb, rgbd)"
             )
+        if importlib.util.find_spec("imageio_ffmpeg") is None:  # else imageio falls back to a writer that fails mid-file
+            raise ValueError("RecordVideo writes mp4 with imageio-ffmpeg, which is not installed (pip install imageio-ffmpeg)")
         self.video_dir = Path(video_dir)
         self.name_prefix = name_prefix or (base.env_id or "env")
         self.fps = int(fps or base.control_freq)
