@@ -75,7 +75,10 @@ class PushCubeEnv(BaseEnv):
         }
 
     def _extra_obs(self, info: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-        return object_goal_obs(self.agent.tcp_pose, self.cube.pose(), self.goal_pos)
+        obs = object_goal_obs(self.agent.tcp_pose, self.cube.pose(), self.goal_pos)
+        # where the fingers must go before pushing: the point behind the cube on the goal's line
+        obs["tcp_to_push_pos"] = self.push_point() - self.agent.tcp_pose[:, :3]
+        return obs
 
     def compute_dense_reward(self, info: dict[str, torch.Tensor]) -> torch.Tensor:
         """Reaching the push point (weight 1) plus the cube's closeness to the goal (weight 2),
