@@ -24,6 +24,7 @@ from lightning.pytorch.callbacks import ModelCheckpoint, OnExceptionCheckpoint
 from lightning.pytorch.loggers import CSVLogger, TensorBoardLogger
 from lightning.pytorch.utilities import rank_zero_info
 
+from envs.wrappers.video import require_mp4_writer
 from policies.callbacks import EvalCallback, Throughput
 from policies.config import RunConfig
 from policies.data import DemoData, split_episodes
@@ -95,6 +96,8 @@ def train(run: RunConfig, callbacks: Sequence[L.Callback] = ()) -> dict[str, Any
     if not run.train.resume and resume_from is not None and global_zero:
         raise ValueError(f"{out} already holds a run: pass --train.resume to continue it, or another --train.name")
     evaluating = run.eval.episodes > 0
+    if run.eval.video and (evaluating or run.eval.final_episodes):  # fail now, not at the first evaluation
+        require_mp4_writer()
     if not evaluating:  # the validation loss picks the best checkpoint: there must be validation episodes
         used = len(TrajectoryFile(run.data).episodes[: run.dataset.max_episodes or None])
         if not split_episodes(used, run.dataset.val_fraction, run.dataset.split_seed)[1]:

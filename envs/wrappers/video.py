@@ -63,6 +63,13 @@ def _pad(image: np.ndarray, block: int = 16) -> np.ndarray:
     return np.pad(image, ((0, ph), (0, pw), (0, 0))) if ph or pw else image
 
 
+def require_mp4_writer() -> None:
+    """Raise one ValueError when imageio cannot write mp4 (imageio-ffmpeg missing): without it
+    imageio falls back to a writer that fails mid-file and leaves a broken .mp4 behind."""
+    if importlib.util.find_spec("imageio_ffmpeg") is None:
+        raise ValueError("videos are written as mp4 with imageio-ffmpeg, which is not installed (pip install imageio-ffmpeg)")
+
+
 class RecordVideo(gym.Wrapper):
     def __init__(
         self,
@@ -81,8 +88,7 @@ class RecordVideo(gym.Wrapper):
                 "RecordVideo needs frames: make the env with render_mode='rgb_array', or pass camera=<uid> "
                 "with an obs mode that has rgb (rgb, rgbd)"
             )
-        if importlib.util.find_spec("imageio_ffmpeg") is None:  # else imageio falls back to a writer that fails mid-file
-            raise ValueError("RecordVideo writes mp4 with imageio-ffmpeg, which is not installed (pip install imageio-ffmpeg)")
+        require_mp4_writer()
         self.video_dir = Path(video_dir)
         self.name_prefix = name_prefix or (base.env_id or "env")
         self.fps = int(fps or base.control_freq)
