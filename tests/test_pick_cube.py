@@ -70,3 +70,29 @@ def test_grasp_detector(make, robot):
     base = env.unwrapped
     tcp = base.agent.tcp_pose
     assert not base.agent.is_grasping(tcp[:, :3], 0.04).any()  # open fingers: not held
+
+
+def test_grasp_detector_counts_turned_and_off_centre_grasps(make):
+    """Fingers closed on cubes at any yaw (the wrist is not turned to the cube) hold the cube
+    turned or off-centre: every cube lifted off the table counts as grasped, every one left on it
+    does not, and opening the fingers lets go."""
+    env = make("PickCube-v1", num_envs=12, control_mode="pd_ee_delta_pos")
+    env.reset(seed=list(range(12)))
+    base = env.unwrapped
+    cube0 = base.cube.pose()[:, :3].clone()
+
+    def go(target, grip, steps):
+        for _ in range(steps):
+            move = torch.clamp(10 * (target - base.agent.tcp_pose[:, :3]), -1, 1)
+            info = env.step(torch.cat((move, torch.full((12, 1), grip)), 1))[-1]
+        return info
+
+    go(cube0 + torch.tensor([0, 0, 0.08]), 1.0, 20)
+    go(cube0, 1.0, 20)
+    go(cube0, -1.0, 10)
+    info = go(cube0 + torch.tensor([0, 0, 0.15]), -1.0, 25)
+    lifted = base.cube.pose()[:, 2] > 0.1
+    assert lifted.sum() >= 6 and (base.agent.gripper_opening[lifted] > 0.045).any()  # some held turned, fingers apart
+    assert torch.equal(info["is_grasped"], lifted)
+    info = go(base.agent.tcp_pose[:, :3].clone(), 1.0, 3)
+    assert not info["is_grasped"].any()

@@ -7,6 +7,8 @@ mirrored in `targets` so controllers never read them back from PhysX.
 
 from __future__ import annotations
 
+import math
+
 import sapien
 import torch
 
@@ -15,6 +17,8 @@ from envs.core.pose import pose_mul, quat_apply, quat_conj
 from envs.core.world import ArticulationGroup, BatchedWorld
 from envs.robots.base import RobotSpec
 from envs.robots.kinematics import ChainKinematics
+
+PAD_HALF = 0.01  # half the size of a finger pad along its face (m): an object may sit this far off-centre and be held
 
 
 class Agent:
@@ -117,12 +121,15 @@ class Agent:
         self.group.set_drive_velocity_targets(torch.zeros_like(qpos), env_idx)
         self.targets[env_idx] = qpos.float()
 
-    def is_grasping(self, obj_pos: torch.Tensor, width: float) -> torch.Tensor:
-        """(N,) bool: an object of `width` (m, across the fingers) with centre obj_pos (N, 3,
-        env-local) sits at the TCP and holds the fingers apart at about its width."""
+    def is_grasping(self, obj_pos: torch.Tensor, width: float | torch.Tensor) -> torch.Tensor:
+        """(N,) bool: the fingers are driven closed and stopped apart by an object `width` wide
+        (m, across the fingers) whose centre obj_pos (N, 3, env-local) lies between the pads.
+        A box may sit turned between the fingers, holding them apart by up to its diagonal, and
+        off-centre along the pads by up to a pad's half-size."""
         tcp = self.tcp_pose
-        local = quat_apply(quat_conj(tcp[:, 3:]), obj_pos - tcp[:, :3])
-        centred = local.abs().max(1).values <= 0.5 * width
+        local = quat_apply(quat_conj(tcp[:, 3:]), obj_pos - tcp[:, :3]).abs()
+        between = (local[:, 1] <= 0.5 * width) & (local[:, [0, 2]].max(1).values <= 0.5 * width + PAD_HALF)
         opening = self.gripper_opening
-        held = (opening >= width - 0.01) & (opening <= width + 0.005)
-        return centred & held
+        stopped = (opening >= width - 0.01) & (opening <= width * math.sqrt(2) + 0.005)
+        closing = self.targets[:, self.gripper].sum(1) < opening - 0.002  # a closed grip's targets lie past the object
+        return between & stopped & closing
