@@ -7,6 +7,15 @@ from envs.core.pose import axis_angle_to_quat, pose_inv, pose_mul, quat_mul, qua
 
 
 @pytest.fixture
+def no_mp4_writer(monkeypatch):
+    """A machine without imageio-ffmpeg (imageio's mp4 writer)."""
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "imageio_ffmpeg" else real(name, *a))
+
+
+@pytest.fixture
 def make():
     """gym.make that closes what it made."""
     made = []

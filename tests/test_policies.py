@@ -358,13 +358,9 @@ def test_a_fresh_run_never_picks_up_an_old_one(state_file, tmp_path):
     assert not (tmp_path / "other").exists()
 
 
-def test_video_without_an_mp4_writer_fails_before_training(state_file, tmp_path, monkeypatch):
-    import importlib.util
-
+def test_video_without_an_mp4_writer_fails_before_training(state_file, tmp_path, no_mp4_writer):
     from policies.train import train
 
-    real = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "imageio_ffmpeg" else real(name, *a))
     run = _tiny("bc", state_file, tmp_path, max_steps=2, val_every=2)
     run.eval = type(run.eval)(episodes=2, num_envs=2, video=str(tmp_path / "videos"))
     with pytest.raises(ValueError, match="imageio-ffmpeg"):

@@ -48,11 +48,7 @@ def test_video_from_an_observation_camera(make, tmp_path):
         RecordVideo(make("PickCube-v1", num_envs=1), tmp_path)
 
 
-def test_missing_mp4_writer_is_one_clear_error_before_any_file(make, tmp_path, monkeypatch):
-    import importlib.util
-
-    real = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "imageio_ffmpeg" else real(name, *a))
+def test_missing_mp4_writer_is_one_clear_error_before_any_file(make, tmp_path, no_mp4_writer):
     with pytest.raises(ValueError, match="imageio-ffmpeg"):
         RecordVideo(make("PickCube-v1", num_envs=1, render_mode="rgb_array"), tmp_path / "v")
     assert not (tmp_path / "v").exists()
