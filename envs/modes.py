@@ -23,6 +23,13 @@ class ObsMode(enum.Enum):
         """Observations hold camera data, so the env renders (and needs a Vulkan device)."""
         return self not in (ObsMode.NONE, ObsMode.STATE, ObsMode.STATE_DICT)
 
+    @property
+    def include_state(self) -> bool:
+        """Observations may carry object state (poses of the task's objects, offsets to them):
+        the state modes only, as ManiSkill's `"state" in obs_mode`; camera modes see objects
+        through their cameras alone."""
+        return self in (ObsMode.STATE, ObsMode.STATE_DICT)
+
 
 class RenderMode(enum.Enum):
     """What env.render() gives: frames of a human-view camera, or a window."""

@@ -231,6 +231,7 @@ class BatchedWorld:
         self.clock = Clock()
         self.actors: dict[str, ActorGroup] = {}
         self.articulations: dict[str, ArticulationGroup] = {}
+        self.hidden: set[str] = set()  # actors observation cameras must not see (goal sites); render cameras do
 
     def world_pose(self, i: int, local: sapien.Pose) -> sapien.Pose:
         return sapien.Pose(local.p + self.offsets[i].numpy(), local.q)

@@ -155,6 +155,25 @@ def build_goal_marker(world: BatchedWorld, name: str, radius: float, color: Colo
     return world.add_actor(name, build, sapien.Pose())
 
 
+def build_goal_site(world: BatchedWorld, name: str, radius: float, color: Color, disc: bool = False) -> ActorGroup:
+    """A goal as ManiSkill marks one: a kinematic actor with no collision shape, so its pose is
+    part of the env state under `name`, drawn (visual worlds only) as a sphere of `radius`, or a
+    1 mm disc on the table with `disc`, and hidden from observation cameras."""
+
+    def build(scene: sapien.Scene, i: int) -> sapien.Entity:
+        b = scene.create_actor_builder()
+        if world.visual:
+            if disc:  # SAPIEN cylinders lie along local x: stand it along z
+                b.add_cylinder_visual(sapien.Pose(q=[0.7071068, 0.0, 0.7071068, 0.0]), radius, 0.0005, _material(color))
+            else:
+                b.add_sphere_visual(radius=radius, material=_material(color))
+        b.set_physx_body_type("kinematic")
+        return b.build(name=f"{name}_{i}")
+
+    world.hidden.add(name)
+    return world.add_actor(name, build, sapien.Pose())
+
+
 def yaw_quat(yaw: torch.Tensor) -> torch.Tensor:
     """(n, 1) angles about z to (n, 4) quaternions."""
     return axis_angle_to_quat(yaw * torch.tensor([0.0, 0.0, 1.0]))
