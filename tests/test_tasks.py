@@ -38,8 +38,7 @@ def _pick_cube(base):
 
 
 def _two_robot_pick_cube(base):
-    for k in range(base.num_robots):
-        _put(base, f"cube_{k}", _at(base.goal_pos[:, k]))
+    _put(base, "cube", _at(base.goal_pos))
 
 
 def _cube_on_goal(base):
@@ -49,7 +48,7 @@ def _cube_on_goal(base):
 
 
 def _stack_cube(base):
-    _put(base, "cube_a", torch.cat((base.goal_pos(), base.cube_b.pose()[:, 3:]), 1))
+    _put(base, "cubeA", torch.cat((base.goal_pos(), base.cubeB.pose()[:, 3:]), 1))
 
 
 def _lift_peg_upright(base):

@@ -14,7 +14,7 @@ import torch
 
 from envs.core.build import SELF_COLLISION_BIT, build_articulation
 from envs.core.pose import pose_mul, quat_apply, quat_conj
-from envs.core.world import ArticulationGroup, BatchedWorld
+from envs.core.world import ActorGroup, ArticulationGroup, BatchedWorld
 from envs.robots.base import RobotSpec
 from envs.robots.kinematics import ChainKinematics
 
@@ -56,6 +56,12 @@ class Agent:
         self.targets = torch.zeros(self.num_envs, self.dof)
         rest = torch.tensor(spec.rest_qpos, dtype=torch.float32)[None, self.arm]
         self._tcp_hemisphere = pose_mul(self.root_pose[:1], self.kinematics.tcp_pose(rest))[:, 3:]  # (1, 4)
+        self._physx = world.physx
+        # the fingers: each gripper joint's child link, and the way it moves to open (its joint
+        # axis, in the link's own frame)
+        joints = {j.name: j for j in model.joints}
+        self.finger_links = [joints[n].child for n in spec.gripper_joints]
+        self._opening_axes = torch.tensor([joints[n].axis for n in spec.gripper_joints], dtype=torch.float32)  # (2, 3)
 
     def set_drives(self, stiffness: float, damping: float) -> None:
         """Drive gains of the arm joints (position control: both; velocity control: stiffness 0)."""
@@ -133,3 +139,38 @@ class Agent:
         stopped = (opening >= width - 0.01) & (opening <= width * math.sqrt(2) + 0.005)
         closing = self.targets[:, self.gripper].sum(1) < opening - 0.002  # a closed grip's targets lie past the object
         return between & stopped & closing
+
+    def finger_contact_forces(self, obj: ActorGroup) -> torch.Tensor:
+        """(N, fingers, 3): the contact force (N) `obj` exerts on each finger link, from the
+        contacts of the last physics step (PhysX's contact impulses over the time step), as
+        ManiSkill's scene.get_pairwise_contact_forces(finger, obj) gives it."""
+        return self.group.cached(f"finger_forces/{obj.name}", lambda: self._finger_contact_forces(obj))
+
+    def _finger_contact_forces(self, obj: ActorGroup) -> torch.Tensor:
+        n = len(obj.bodies)
+        fingers = {id(links[f]): (i, k) for i, links in enumerate(self.group.links) for k, f in enumerate(self.finger_links)}
+        owner = {id(b): i for i, b in enumerate(obj.bodies)}
+        impulse = torch.zeros(n, len(self.finger_links), 3, dtype=torch.float64)
+        for contact in self._physx.get_contacts():
+            a, b = contact.bodies
+            for finger, other, sign in ((a, b, 1.0), (b, a, -1.0)):  # the impulse acts on bodies[0]
+                hit = fingers.get(id(finger))
+                if hit is not None and owner.get(id(other)) == hit[0]:
+                    total = sum(p.impulse for p in contact.points)
+                    impulse[hit[0], hit[1]] += sign * torch.as_tensor(total, dtype=torch.float64)
+        return (impulse / self._physx.timestep).float()
+
+    def is_grasping_actor(self, obj: ActorGroup, min_force: float = 0.5, max_angle: float = 85.0) -> torch.Tensor:
+        """(N,) bool: ManiSkill's Panda.is_grasping(obj): every finger is pressed by `obj` with
+        at least `min_force` N, the force within `max_angle` degrees of the way the finger opens."""
+        force = self.finger_contact_forces(obj)  # (N, fingers, 3)
+        ok = torch.ones(len(force), dtype=torch.bool)
+        for k, link in enumerate(self.finger_links):
+            pose = self.group.link_pose(link)
+            opening = quat_apply(pose[:, 3:], self._opening_axes[k].expand(len(pose), 3))
+            f = force[:, k]
+            norm = f.norm(dim=1)
+            cos = (f * opening).sum(1) / (norm * opening.norm(dim=1)).clamp_min(1e-6)
+            angle = torch.rad2deg(torch.arccos(cos.clamp(-1.0, 1.0)))
+            ok &= (norm >= min_force) & (angle <= max_angle)
+        return ok

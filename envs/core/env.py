@@ -85,6 +85,8 @@ def _flatten(tree: dict[str, Any]) -> list[torch.Tensor]:
 def _box(v: torch.Tensor) -> gym.spaces.Box:
     if v.dtype.is_floating_point:
         return gym.spaces.Box(-np.inf, np.inf, tuple(v.shape), np.float32)
+    if v.dtype == torch.bool:  # flags such as is_grasped
+        return gym.spaces.Box(0, 1, tuple(v.shape), np.bool_)
     dtype = np.dtype(str(v.dtype).removeprefix("torch."))  # images: uint8, int16
     return gym.spaces.Box(np.iinfo(dtype).min, np.iinfo(dtype).max, tuple(v.shape), dtype)
 

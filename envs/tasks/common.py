@@ -8,6 +8,7 @@ planner can read the exact collision geometry a task built. Visual shapes are ad
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
@@ -19,12 +20,17 @@ from envs.core.env import BatchRNG
 from envs.core.pose import axis_angle_to_quat, quat_apply
 from envs.core.world import ActorGroup, BatchedWorld
 
-TABLE_HALF = (0.6, 0.6, 0.02)  # the table top is the env's z = 0 plane
-ROBOT_ROOT = sapien.Pose([-0.615, 0.0, 0.0])  # robot base at the table's back edge, facing +x
-
-
-FLOOR_Z = -0.92
-FLOOR_HALF = (2.0, 2.0, 0.01)  # a finite floor per env: an infinite plane would pair with every body
+# ManiSkill 3.0.1's TableSceneBuilder (mani_skill/utils/scene_builder/table/scene_builder.py): a
+# kinematic "table-workspace" whose one collision box, turned a quarter about z, spans x in
+# [-0.7245, 0.4845], y in [-1.209, 1.209] and z in [-TABLE_HEIGHT, 0]; the ground under it
+TABLE_HEIGHT = 0.9196429
+TABLE_POSE = sapien.Pose([-0.12, 0.0, -TABLE_HEIGHT], [math.cos(math.pi / 4), 0.0, 0.0, math.sin(math.pi / 4)])
+TABLE_BOX_HALF = (2.418 / 2, 1.209 / 2, TABLE_HEIGHT / 2)  # in the table actor's frame
+TABLE_CENTRE = (-0.12, 0.0, -TABLE_HEIGHT / 2)  # the box's centre in the env frame
+TABLE_HALF = (1.209 / 2, 2.418 / 2, TABLE_HEIGHT / 2)  # the box's half extents along the env's axes
+GROUND_Z = -0.91964293  # ManiSkill's ground altitude: minus the table model's height
+GROUND_HALF = (2.0, 2.0, 0.01)  # a finite ground per env: an infinite plane would pair with every body
+ROBOT_ROOT = sapien.Pose([-0.615, 0.0, 0.0])  # the Panda's base on the table, facing +x
 
 Color = tuple[float, float, float, float]
 
@@ -34,19 +40,28 @@ def _material(color: Color) -> sapien.render.RenderMaterial:
 
 
 def build_table(world: BatchedWorld) -> ActorGroup:
-    """The table (top at z = 0) and, under it, the env's floor."""
+    """ManiSkill's table scene: the kinematic "table-workspace" (top at z = 0, its collision box
+    and pose as TableSceneBuilder builds them, drawn as that box) and a static "ground" under it.
+    The table is kinematic as there, so its pose is part of the env state."""
 
-    def build(scene: sapien.Scene, i: int) -> sapien.Entity:
+    def table(scene: sapien.Scene, i: int) -> sapien.Entity:
         b = scene.create_actor_builder()
-        b.add_box_collision(half_size=list(TABLE_HALF))
-        floor = sapien.Pose([0, 0, FLOOR_Z - FLOOR_HALF[2] + TABLE_HALF[2]])
-        b.add_box_collision(floor, half_size=list(FLOOR_HALF))
+        box = sapien.Pose([0.0, 0.0, TABLE_HEIGHT / 2])
+        b.add_box_collision(box, half_size=list(TABLE_BOX_HALF))
         if world.visual:
-            b.add_box_visual(half_size=list(TABLE_HALF), material=_material((0.55, 0.42, 0.3, 1)))
-            b.add_box_visual(floor, half_size=list(FLOOR_HALF), material=_material((0.4, 0.4, 0.42, 1)))
-        return b.build_static(name=f"table_{i}")
+            b.add_box_visual(box, half_size=list(TABLE_BOX_HALF), material=_material((0.55, 0.42, 0.3, 1)))
+        b.set_physx_body_type("kinematic")
+        return b.build(name=f"table-workspace_{i}")
 
-    return world.add_actor("table", build, sapien.Pose([0, 0, -TABLE_HALF[2]]))
+    def ground(scene: sapien.Scene, i: int) -> sapien.Entity:
+        b = scene.create_actor_builder()
+        b.add_box_collision(half_size=list(GROUND_HALF))
+        if world.visual:
+            b.add_box_visual(half_size=list(GROUND_HALF), material=_material((0.4, 0.4, 0.42, 1)))
+        return b.build_static(name=f"ground_{i}")
+
+    world.add_actor("ground", ground, sapien.Pose([0.0, 0.0, GROUND_Z - GROUND_HALF[2]]))
+    return world.add_actor("table-workspace", table, TABLE_POSE)
 
 
 @dataclass(frozen=True)
@@ -185,12 +200,22 @@ def place(group: ActorGroup, env_idx: torch.Tensor, pos: torch.Tensor, quat: tor
     group.set_velocity(torch.zeros(len(env_idx), 6), env_idx)
 
 
-def reset_robot(agent: Agent, env_idx: torch.Tensor, rng: BatchRNG, noise: float = 0.02) -> None:
-    """The rest keyframe with N(0, noise) rad on every arm joint, at rest."""
-    qpos = torch.tensor(agent.spec.rest_qpos).repeat(len(env_idx), 1)
+# the table scene's starting joints where they are not the robot's rest keyframe: ManiSkill's
+# TableSceneBuilder turns a lone panda_wristcam's hand the other way (joint 7 at -pi/4)
+TABLE_SCENE_QPOS = {
+    "panda_wristcam": (0.0, math.pi / 8, 0.0, -5 * math.pi / 8, 0.0, 3 * math.pi / 4, -math.pi / 4, 0.04, 0.04),
+}
+
+
+def reset_robot(agent: Agent, env_idx: torch.Tensor, rng: BatchRNG, noise: float = 0.02, alone: bool = True) -> None:
+    """The table scene's start: the robot's rest keyframe (for a robot `alone` at the table, the
+    table scene's own joints where TABLE_SCENE_QPOS names them) with N(0, noise) rad on every
+    arm joint, the gripper open, at rest. ManiSkill draws noise for the fingers too and then
+    sets them open, so the distributions are the same."""
+    start = TABLE_SCENE_QPOS.get(agent.spec.uid, agent.spec.rest_qpos) if alone else agent.spec.rest_qpos
+    qpos = torch.tensor(start, dtype=torch.float32).repeat(len(env_idx), 1)
     qpos[:, agent.arm] += rng.normal(noise, (len(agent.arm),))
     agent.reset_to(qpos, env_idx)
-
 
 
 def nearest_axis_point(pose: torch.Tensor, half_length: torch.Tensor, point: torch.Tensor) -> torch.Tensor:

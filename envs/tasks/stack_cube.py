@@ -1,20 +1,20 @@
-"""StackCube-v1.
+"""StackCube-v1, as ManiSkill 3.0.1 defines it (mani_skill/envs/tasks/tabletop/stack_cube.py).
 
-Task: pick up the red 4 cm cube A and place it on the green 4 cm cube B, let go, and leave it
-resting there.
+Task: pick up the red 4 cm "cubeA", set it on the green 4 cm "cubeB" and let go of it.
 
-Randomisation: the midpoint of the two cubes is uniform in a 20 x 20 cm square at the table's
-centre; A and B sit on either side of it along a uniform direction, 6-12 cm apart (centre to
-centre, so they never touch); each has a uniform yaw; the arm starts at its rest keyframe with
-N(0, 0.02) rad noise.
+Randomisation: a shared centre is uniform in [-0.1, 0.1]^2; cubeA's xy is that centre plus a
+uniform draw from [-0.1, 0.1] x [-0.2, 0.2]; cubeB's is the centre plus a draw from the same
+rectangle redrawn (up to 100 times) until the two draws are more than 2 x (2 cm x sqrt 2 + 1 mm)
+apart, else the centre itself; both rest on the table, each with a uniform yaw. The robot
+(default `panda_wristcam`) starts at the table scene's keyframe with N(0, 0.02) rad noise on
+every arm joint.
 
-Success: A's centre is within 2 cm of the point 4 cm above B's centre in the table plane and
-within 5 mm of it in height, A moves slower than 2 cm/s, A is not grasped, and every arm joint
-moves slower than 0.2 rad/s.
+Success: cubeA's centre is within 2 cm x sqrt 2 + 5 mm of cubeB's in the table plane and 4 cm
+(+- 5 mm) above it, cubeA moves slower than 1 cm/s and turns slower than 0.5 rad/s, and the
+robot does not grasp cubeA (ManiSkill's contact-force test). Episodes last 50 control steps.
 
-For a motion planner: `self.cube_a`, `self.cube_b` (ActorGroups), `self.cube_half_sizes`
-(N, 3), `goal_pos()` (N, 3): where A's centre belongs. Grasp A from above across a pair of faces
-(its yaw modulo 90 degrees), place it at goal_pos, open the gripper, retreat.
+For a motion planner: `self.cubeA`, `self.cubeB` (ActorGroups), `self.cube_half_sizes` (N, 3),
+`goal_pos()` (N, 3): where cubeA's centre belongs.
 """
 
 from __future__ import annotations
@@ -25,77 +25,103 @@ import torch
 
 from envs.core.env import BaseEnv, BatchRNG
 from envs.core.registry import register_env
+from envs.sensors.config import CameraConfig
 from envs.tasks.common import ROBOT_ROOT, build_box, build_table, place, reset_robot, yaw_quat
+from envs.tasks.pick_cube import base_camera, render_camera
 
 CUBE_HALF = 0.02
-XY_TOLERANCE = 0.02
+CENTRE_HALF = 0.1  # the shared centre: uniform in [-0.1, 0.1]^2
+REGION_HALF = (0.1, 0.2)  # each cube's offset from it: uniform in [-0.1, 0.1] x [-0.2, 0.2]
+SPAWN_RADIUS = math.hypot(CUBE_HALF, CUBE_HALF) + 0.001  # per cube: the two offsets lie > 2 radii apart
+SPAWN_TRIALS = 100
+XY_TOLERANCE = math.hypot(CUBE_HALF, CUBE_HALF) + 0.005
 Z_TOLERANCE = 0.005
+LIN_STATIC, ANG_STATIC = 1e-2, 0.5  # m/s, rad/s
+MAX_REWARD = 8.0
 
 
-@register_env("StackCube-v1", max_episode_steps=150)
+@register_env("StackCube-v1", max_episode_steps=50)
 class StackCubeEnv(BaseEnv):
     supported_robots = ("panda", "ur5e")
 
     def _load_scene(self) -> None:
         build_table(self.world)
-        self.cube_a = build_box(self.world, "cube_a", (CUBE_HALF,) * 3, (0.85, 0.15, 0.1, 1))
-        self.cube_b = build_box(self.world, "cube_b", (CUBE_HALF,) * 3, (0.15, 0.7, 0.2, 1))
+        self.cubeA = build_box(self.world, "cubeA", (CUBE_HALF,) * 3, (1.0, 0.0, 0.0, 1.0))
+        self.cubeB = build_box(self.world, "cubeB", (CUBE_HALF,) * 3, (0.0, 1.0, 0.0, 1.0))
         self.cube_half_sizes = torch.full((self.num_envs, 3), CUBE_HALF)
         self._load_agent(ROBOT_ROOT)
 
+    def _default_sensor_configs(self) -> list[CameraConfig]:
+        return [base_camera(), *self.agent.spec.cameras]
+
+    def _default_render_camera_configs(self) -> list[CameraConfig]:
+        return [render_camera()]
+
     def _initialize_episode(self, env_idx: torch.Tensor, rng: BatchRNG) -> None:
         n = len(env_idx)
-        centre = rng.uniform(-0.1, 0.1, (2,))
-        angle = rng.uniform(0, 2 * math.pi, (1,))
-        half_gap = rng.uniform(0.03, 0.06, (1,))
-        offset = half_gap * torch.cat((torch.cos(angle), torch.sin(angle)), 1)
-        yaws = rng.uniform(0, 2 * math.pi, (2,))
-        z = torch.full((n, 1), CUBE_HALF)
-        place(self.cube_a, env_idx, torch.cat((centre + offset, z), 1), yaw_quat(yaws[:, :1]))
-        place(self.cube_b, env_idx, torch.cat((centre - offset, z), 1), yaw_quat(yaws[:, 1:]))
         reset_robot(self.agent, env_idx, rng)
+        centre = rng.uniform(-CENTRE_HALF, CENTRE_HALF, (2,))
+        half = torch.tensor(REGION_HALF)
+        a = (rng.uniform(0.0, 1.0, (2,)) * 2 - 1) * half
+        b = torch.zeros(n, 2)  # an env whose every trial lands too close keeps the centre
+        pending = torch.ones(n, dtype=torch.bool)
+        for _ in range(SPAWN_TRIALS):
+            draw = (rng.uniform(0.0, 1.0, (2,)) * 2 - 1) * half
+            ok = pending & ((draw - a).norm(dim=1) > 2 * SPAWN_RADIUS)
+            b[ok] = draw[ok]
+            pending &= ~ok
+            if not pending.any():
+                break
+        z = torch.full((n, 1), CUBE_HALF)
+        place(self.cubeA, env_idx, torch.cat((centre + a, z), 1), yaw_quat(rng.uniform(0, 2 * math.pi, (1,))))
+        place(self.cubeB, env_idx, torch.cat((centre + b, z), 1), yaw_quat(rng.uniform(0, 2 * math.pi, (1,))))
 
-    def goal_pos(self) -> torch.Tensor:  # (N, 3): A's centre when resting on B
-        return self.cube_b.pose()[:, :3] + torch.tensor([0.0, 0.0, 2 * CUBE_HALF])
+    def goal_pos(self) -> torch.Tensor:  # (N, 3): cubeA's centre when resting on cubeB
+        return self.cubeB.pose()[:, :3] + torch.tensor([0.0, 0.0, 2 * CUBE_HALF])
 
     def evaluate(self) -> dict[str, torch.Tensor]:
-        a = self.cube_a.pose()[:, :3]
-        error = a - self.goal_pos()
-        on_b = (error[:, :2].norm(dim=1) <= XY_TOLERANCE) & (error[:, 2].abs() <= Z_TOLERANCE)
-        a_still = self.cube_a.velocity()[:, :3].norm(dim=1) <= 0.02
-        grasped = self.agent.is_grasping(a, 2 * CUBE_HALF)
-        static = self.agent.is_static(0.2)
+        offset = self.cubeA.pose()[:, :3] - self.cubeB.pose()[:, :3]
+        on_b = (offset[:, :2].norm(dim=1) <= XY_TOLERANCE) & ((offset[:, 2] - 2 * CUBE_HALF).abs() <= Z_TOLERANCE)
+        vel = self.cubeA.velocity()
+        static = (vel[:, :3].norm(dim=1) <= LIN_STATIC) & (vel[:, 3:].norm(dim=1) <= ANG_STATIC)
+        grasped = self.agent.is_grasping_actor(self.cubeA)
         return {
-            "success": on_b & a_still & ~grasped & static,
+            "is_cubeA_grasped": grasped,
+            "is_cubeA_on_cubeB": on_b,
+            "is_cubeA_static": static,
+            "success": on_b & static & ~grasped,
             "fail": torch.zeros(self.num_envs, dtype=torch.bool),
-            "is_cube_a_on_b": on_b,
-            "is_cube_a_grasped": grasped,
-            "is_robot_static": static,
         }
 
     def _extra_obs(self, info: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
         tcp = self.agent.tcp_pose
-        a, b = self.cube_a.pose(), self.cube_b.pose()
-        return {
-            "tcp_pose": tcp,
-            "cube_a_pose": a,
-            "cube_b_pose": b,
-            "tcp_to_cube_a_pos": a[:, :3] - tcp[:, :3],
-            "cube_a_to_goal_pos": self.goal_pos() - a[:, :3],
-            "is_cube_a_grasped": info["is_cube_a_grasped"].float()[:, None],
-        }
+        obs = {"tcp_pose": tcp}
+        if self.obs_mode.include_state:
+            a, b = self.cubeA.pose(), self.cubeB.pose()
+            obs["cubeA_pose"] = a
+            obs["cubeB_pose"] = b
+            obs["tcp_to_cubeA_pos"] = a[:, :3] - tcp[:, :3]
+            obs["tcp_to_cubeB_pos"] = b[:, :3] - tcp[:, :3]
+            obs["cubeA_to_cubeB_pos"] = b[:, :3] - a[:, :3]
+        return obs
+
+    def raw_dense_reward(self, info: dict[str, torch.Tensor]) -> torch.Tensor:
+        """ManiSkill's dense reward (0 to 8): 2 x reaching cubeA; once grasped 4 + its closeness
+        to the spot on cubeB; once on cubeB 6 + the mean of the gripper's opening (1 when not
+        grasped) and cubeA's stillness; success scores 8."""
+        tcp, a = self.agent.tcp_pose[:, :3], self.cubeA.pose()[:, :3]
+        reward = 2 * (1 - torch.tanh(5 * (tcp - a).norm(dim=1)))
+        place_ = 1 - torch.tanh(5 * (self.goal_pos() - a).norm(dim=1))
+        grasped = info["is_cubeA_grasped"]
+        reward = torch.where(grasped, 4 + place_, reward)
+        agent = self.agent
+        full_open = float(sum(agent.spec.model.active_joints[c].upper for c in agent.gripper))
+        ungrasp = torch.where(grasped, agent.gripper_opening / full_open, torch.ones_like(reward))
+        vel = self.cubeA.velocity()
+        still = 1 - torch.tanh(vel[:, :3].norm(dim=1) * 10 + vel[:, 3:].norm(dim=1))
+        reward = torch.where(info["is_cubeA_on_cubeB"], 6 + (ungrasp + still) / 2, reward)
+        return torch.where(info["success"], torch.full_like(reward, MAX_REWARD), reward)
 
     def compute_dense_reward(self, info: dict[str, torch.Tensor]) -> torch.Tensor:
-        """Stages, each worth at most 1, summed and divided by 6: reach A, grasp it, carry it
-        above B, then (once on B) let go and hold the arm still; success scores 6."""
-        tcp = self.agent.tcp_pose[:, :3]
-        a = self.cube_a.pose()[:, :3]
-        grasped = info["is_cube_a_grasped"].float()
-        on_b = info["is_cube_a_on_b"].float()
-        reach = 1 - torch.tanh(5 * (a - tcp).norm(dim=1))
-        carry = 1 - torch.tanh(5 * (self.goal_pos() - a).norm(dim=1))
-        still = 1 - torch.tanh(5 * self.agent.qvel[:, self.agent.arm].norm(dim=1))
-        held_or_on_b = torch.maximum(grasped, on_b)
-        reward = reach + held_or_on_b + carry * held_or_on_b + on_b * ((1 - grasped) + still)
-        reward = torch.where(info["success"], torch.full_like(reward, 6.0), reward)
-        return reward / 6.0
+        """ManiSkill's normalised dense reward: the dense reward over 8."""
+        return self.raw_dense_reward(info) / MAX_REWARD
