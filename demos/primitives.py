@@ -17,7 +17,7 @@ from demos.grasp import GraspAdapter, offset_along_approach, top_down_grasp
 from demos.planner import Box
 from demos.stages import CLOSED, OPEN, Grip, MoveTo, Stage
 from envs.core.pose import axis_angle_to_quat, matrix_to_quat, pose_inv, pose_mul, quat_angle, quat_conj, quat_mul
-from envs.tasks.common import TABLE_HALF, Part
+from envs.tasks.common import TABLE_CENTRE, TABLE_HALF, Part
 
 Value = Callable[[object, torch.Tensor], torch.Tensor]  # (env, idx) -> (len(idx), D)
 Target = Callable[[object, torch.Tensor, GraspAdapter], torch.Tensor]  # -> (len(idx), 7) TCP poses
@@ -83,8 +83,9 @@ def rest_tcp_q(env, idx: torch.Tensor) -> torch.Tensor:
 
 # ---- obstacles ----------------------------------------------------------------------------------
 def table_boxes(env, idx: torch.Tensor) -> list[list[Box]]:
-    """The table top (slightly lowered so resting objects' contacts are not collisions)."""
-    table = Box("table", (0.0, 0.0, -TABLE_HALF[2] - 0.002, *IDENTITY_Q), TABLE_HALF)
+    """The table (slightly lowered so resting objects' contacts are not collisions)."""
+    x, y, z = TABLE_CENTRE
+    table = Box("table", (x, y, z - 0.002, *IDENTITY_Q), TABLE_HALF)
     return [[table] for _ in range(len(idx))]
 
 

@@ -1,17 +1,23 @@
-"""StackCube-v1: pick cube A (fingers clear of B), lift, set it on B, let go."""
+"""StackCube-v1: pick cubeA (fingers clear of cubeB), lift, set it on cubeB, let go.
 
-from demos.primitives import attr, box_of, carry_to, grasp_target, lift, pick, position_of, raised, scene, table_boxes
+ManiSkill's episodes last 50 control steps: the grips are short and the lift low to fit."""
+
+from demos.primitives import attr, box_of, carry_to, grasp_target, lift, position_of, pre_grasp, raised, scene, table_boxes
 from demos.stages import CLOSED, OPEN, Grip, MoveTo, Settle, Solution
+
+GRASP = grasp_target("cubeA", "cube_half_sizes", clear_of=position_of("cubeB"))
 
 SOLUTION = Solution(
     env_id="StackCube-v1",
     robots=("panda", "ur5e"),
-    stages=pick(grasp_target("cube_a", "cube_half_sizes", clear_of=position_of("cube_b")))
-    + (
+    stages=(
+        MoveTo("reach", pre_grasp(GRASP, 0.04), OPEN),
+        MoveTo("approach", GRASP, OPEN, screw_only=True),
+        Grip("grasp", CLOSED),
         MoveTo("lift", lift(0.05), CLOSED, screw_only=True),
-        MoveTo("place", carry_to("cube_a", raised(attr("goal_pos"), 0.003)), CLOSED),
-        Grip("release", OPEN),
+        MoveTo("place", carry_to("cubeA", raised(attr("goal_pos"), 0.003)), CLOSED),
+        Grip("release", OPEN, steps=3),
         Settle(),
     ),
-    obstacles=scene(table_boxes, box_of("cube_b", "cube_half_sizes")),
+    obstacles=scene(table_boxes, box_of("cubeB", "cube_half_sizes")),
 )
