@@ -34,6 +34,10 @@ def _positive(obj: Any, *names: str) -> None:
         _check(getattr(obj, name) > 0, f"{name} must be > 0, got {getattr(obj, name)}")
 
 
+# the inputs policies/data.py derives from an observation (its DERIVED computes them)
+DERIVED_INPUTS = ("tcp_to_goal_pos", "tcp_to_push_pos")
+
+
 @dataclass
 class DatasetConfig:
     obs_mode: str = "state"
@@ -48,6 +52,10 @@ class DatasetConfig:
     state_keys: tuple[str, ...] = ("agent", "extra/tcp_pose", "extra/goal_pos")
     """state_dict and image modes: obs entries fed to the policy (a path names all leaves under it, e.g.
     agent, extra/tcp_to_obj_pos); paths missing from the data are left out"""
+    derived: tuple[str, ...] = ()
+    """inputs computed from the observation and appended to the state (policies/data.py DERIVED:
+    tcp_to_goal_pos, the goal minus the TCP; tcp_to_push_pos, PushCube's push point minus the TCP);
+    state_dict and image modes"""
     aux_keys: tuple[str, ...] = ()
     """image modes: obs entries recorded in the demos (e.g. extra/tcp_to_obj_pos) that the image
     features learn to predict during training, an auxiliary loss weighted by policy.aux_weight;
@@ -63,6 +71,8 @@ class DatasetConfig:
         _check(0.0 <= self.val_fraction < 1.0, f"dataset.val_fraction must be in [0, 1), got {self.val_fraction}")
         _check(self.max_episodes >= 0, f"dataset.max_episodes must be >= 0, got {self.max_episodes}")
         _positive(self, "depth_scale_mm")
+        unknown = [d for d in self.derived if d not in DERIVED_INPUTS]
+        _check(not unknown, f"dataset.derived {unknown}; allowed: {', '.join(DERIVED_INPUTS)}")
 
     @property
     def mode(self) -> ObsMode:

@@ -21,8 +21,50 @@ import numpy as np
 import torch
 
 from envs.modes import ControlMode, ObsMode
-from policies.config import DatasetConfig
+from policies.config import DERIVED_INPUTS, DatasetConfig
 from replay.trajectory import TrajectoryFile
+
+# Derived inputs: features a policy may ask for (dataset.derived) that the env does not observe,
+# computed here from the observation's own entries, the same way for demos and for acting.
+PUSH_BEHIND = 0.04  # m: PushCube's push point lies this far behind the cube's centre, on the goal's line
+
+
+def _tcp_to_goal_pos(leaves: dict[str, torch.Tensor]) -> torch.Tensor:
+    """(N, 3) the goal minus the TCP position."""
+    return leaves["extra/goal_pos"][:, :3] - leaves["extra/tcp_pose"][:, :3]
+
+
+def _tcp_to_push_pos(leaves: dict[str, torch.Tensor]) -> torch.Tensor:
+    """(N, 3) the push point (PUSH_BEHIND behind the cube's centre on the line from the goal
+    through it, at the cube's height) minus the TCP position."""
+    cube, goal, tcp = leaves["extra/obj_pose"][:, :3], leaves["extra/goal_pos"][:, :3], leaves["extra/tcp_pose"][:, :3]
+    direction = goal[:, :2] - cube[:, :2]
+    direction = direction / direction.norm(dim=1, keepdim=True).clamp_min(1e-6)
+    push = torch.cat((cube[:, :2] - PUSH_BEHIND * direction, cube[:, 2:]), 1)
+    return push - tcp
+
+
+# name -> (the observation entries it reads, the function)
+DERIVED = {
+    "tcp_to_goal_pos": (("extra/tcp_pose", "extra/goal_pos"), _tcp_to_goal_pos),
+    "tcp_to_push_pos": (("extra/tcp_pose", "extra/goal_pos", "extra/obj_pose"), _tcp_to_push_pos),
+}
+assert tuple(DERIVED) == DERIVED_INPUTS, "policies/config.py DERIVED_INPUTS names what DERIVED computes"
+
+
+def with_derived(leaves: dict[str, Any], names: tuple[str, ...]) -> dict[str, Any]:
+    """The observation leaves plus "derived/<name>" for each name of DERIVED (N, 3) float32.
+    The one place derived inputs are computed: training data and acting both come through here."""
+    out = dict(leaves)
+    for name in names:
+        needs, fn = DERIVED[name]
+        missing = [k for k in needs if k not in leaves]
+        if missing:
+            raise ValueError(f"dataset.derived {name} needs the observation entries {', '.join(missing)}; "
+                             f"the observation has: {', '.join(leaves)}")
+        out[f"derived/{name}"] = fn({k: torch.as_tensor(np.asarray(leaves[k]) if not torch.is_tensor(leaves[k]) else leaves[k]).float() for k in needs})
+    return out
+
 
 HOLD_STILL_MODES = {m for m in ControlMode if "delta" in m.value or "vel" in m.value}
 ENV_KWARGS_KEPT = ("robot_uids", "sensor_configs")  # env_kwargs of a demo file that an eval env reuses
@@ -41,6 +83,7 @@ class ObsSpec:
     depth_scale_mm: float = 2000.0
     aux_paths: tuple[str, ...] = ()  # image modes: leaf paths of the auxiliary targets (training only)
     aux_dim: int = 0
+    derived: tuple[str, ...] = ()  # dataset.derived: inputs computed from the observation (DERIVED)
 
     @property
     def mode(self) -> ObsMode:
@@ -56,7 +99,7 @@ class ObsSpec:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "ObsSpec":
         d = dict(d)
-        for k in ("state_paths", "cameras", "image_shape", "aux_paths"):
+        for k in ("state_paths", "cameras", "image_shape", "aux_paths", "derived"):
             d[k] = tuple(d.get(k, ()))
         return cls(**d)
 
@@ -94,6 +137,8 @@ def describe(obs: Any, actions: np.ndarray, cfg: DatasetConfig) -> ObsSpec:
     if cfg.aux_keys and not mode.visual:
         raise ValueError(f"dataset.aux_keys are predicted from images: they need an image obs mode, not {mode.value}")
     if mode is ObsMode.STATE:
+        if cfg.derived:
+            raise ValueError("dataset.derived needs named observation entries: use dataset.obs_mode state_dict (or an image mode)")
         if isinstance(obs, dict):
             raise ValueError("dataset.obs_mode state needs flat state observations (generate with --obs-mode state; "
                              "for named entries use dataset.obs_mode state_dict)")
@@ -102,13 +147,14 @@ def describe(obs: Any, actions: np.ndarray, cfg: DatasetConfig) -> ObsSpec:
         raise ValueError("dataset.obs_mode state_dict needs observations with named entries (replay convert --obs state_dict)")
     if mode.visual and (not isinstance(obs, dict) or not _camera_tree(obs)):
         raise ValueError(f"dataset.obs_mode {mode.value} needs camera observations in the data (replay convert --obs {mode.value})")
-    leaves = _state_leaves(obs)
-    paths = _paths(leaves, cfg.state_keys)
+    derived = tuple(cfg.derived)
+    leaves = with_derived(_state_leaves(obs), derived)
+    paths = _paths(leaves, tuple(cfg.state_keys) + tuple(f"derived/{n}" for n in derived))
     state_dim = _width(leaves, paths)
     if not mode.visual:
         if not paths:
             raise ValueError(f"dataset.state_keys {list(cfg.state_keys)} name none of the data's entries: {', '.join(leaves)}")
-        return ObsSpec(mode.value, state_dim, int(actions.shape[-1]), paths)
+        return ObsSpec(mode.value, state_dim, int(actions.shape[-1]), paths, derived=derived)
     cams_present = sorted(_camera_tree(obs))
     cameras = tuple(cfg.cameras) or tuple(cams_present)
     missing = [c for c in cameras if c not in cams_present]
@@ -120,7 +166,7 @@ def describe(obs: Any, actions: np.ndarray, cfg: DatasetConfig) -> ObsSpec:
     channels = 4 if mode is ObsMode.RGBD else 3
     h, w = np.shape(_camera_tree(obs)[cameras[0]]["rgb"])[-3:-1]
     return ObsSpec(mode.value, state_dim, int(actions.shape[-1]), paths, cameras, (channels, int(h), int(w)), cfg.depth_scale_mm,
-                   aux, _width(leaves, aux))
+                   aux, _width(leaves, aux), derived)
 
 
 def extract(obs: Any, spec: ObsSpec) -> dict[str, torch.Tensor]:
@@ -128,7 +174,7 @@ def extract(obs: Any, spec: ObsSpec) -> dict[str, torch.Tensor]:
     {"state": (N, D) float32, "images": (N, K, C, H, W) uint8 (rgb) or int16 (rgbd)}."""
     if spec.mode is ObsMode.STATE:
         return {"state": torch.as_tensor(np.asarray(obs) if not torch.is_tensor(obs) else obs).float()}
-    leaves = _state_leaves(obs)
+    leaves = with_derived(_state_leaves(obs), spec.derived)
     n = len(next(iter(leaves.values()))) if leaves else len(_camera_tree(obs)[spec.cameras[0]]["rgb"])
     state = _flat(leaves, spec.state_paths, n)
     if not spec.visual:
