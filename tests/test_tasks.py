@@ -44,7 +44,7 @@ def _two_robot_pick_cube(base):
 
 def _cube_on_goal(base):
     pos = base.goal_pos.clone()
-    pos[:, 2] = base.cube_half_sizes[:, 2]
+    pos[:, 2] = base.cube_half_size
     _put(base, "cube", _at(pos))
 
 
