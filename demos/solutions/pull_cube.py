@@ -1,5 +1,5 @@
 """PullCube-v1: closed fingers beyond the cube, draw it back along the table into the goal region,
-stopping as PushCube-v1's push does, the cube 6 cm short of the region's centre."""
+stopping, as PushCube-v1's push does, with the cube short of the region's centre."""
 
 from demos.primitives import attr, push, table_boxes
 from demos.solutions.push_cube import SHORT_OF_CENTRE

@@ -1,8 +1,8 @@
 """PushCube-v1: closed fingers behind the cube, push it along the table into the goal region.
 
-The push stops with the cube 6 cm short of the region's centre (4 cm inside its 10 cm radius):
-pushing it all the way to the centre would carry the fingers beyond the arm's reach for cubes
-drawn at the table's far side."""
+The push is planned to leave the cube 7 cm short of the region's centre; the fingers' gap to the
+cube's face leaves it 8-8.5 cm short, inside the 10 cm radius. Pushing it to the centre would
+carry the fingers beyond the Panda's reach at table height for cubes drawn at the far side."""
 
 from demos.primitives import attr, push, table_boxes
 from demos.stages import Settle, Solution
