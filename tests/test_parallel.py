@@ -134,7 +134,7 @@ def test_partial_reset_and_state_through_workers(make):
         two.set_state(target, env_idx=[0, 1])
     assert set(two.evaluate()) == set(one.unwrapped.evaluate())
     assert [g.tolist() for g in two.get_attr("goal_pos")] == [
-        two.get_state_dict()["task"]["goal_pos"][s : s + n].tolist() for s, n in two.slices
+        two.get_state_dict()["actors"]["goal_site"][s : s + n, :3].tolist() for s, n in two.slices
     ]
 
 
