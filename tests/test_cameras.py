@@ -16,7 +16,7 @@ import torch
 import envs
 from envs.modes import ObsMode
 from envs.sensors.config import look_at
-from envs.tasks.common import TABLE_HALF
+from envs.tasks.common import TABLE_CENTRE, TABLE_HALF
 
 ENV_IDS = envs.env_ids()
 VISUAL = [m.value for m in ObsMode if m.visual]
@@ -79,7 +79,7 @@ def _table_top_depth(data, i):
     directions = rays @ r  # (H, W, 3) the rays in the env frame
     depth = -centre[2] / directions[..., 2]  # where each ray reaches height 0
     hit = centre + depth[..., None] * directions
-    on_top = (depth > 0) & (hit[..., 0].abs() < TABLE_HALF[0]) & (hit[..., 1].abs() < TABLE_HALF[1])
+    on_top = (depth > 0) & ((hit[..., 0] - TABLE_CENTRE[0]).abs() < TABLE_HALF[0]) & ((hit[..., 1] - TABLE_CENTRE[1]).abs() < TABLE_HALF[1])
     return depth * 1000.0, on_top
 
 
@@ -92,7 +92,7 @@ def test_depth_matches_camera_to_table_distance(make, env_id):
     seg_env = make(env_id, num_envs=N, obs_mode="segmentation")
     depth, _ = depth_env.reset(seed=4)
     seg, _ = seg_env.reset(seed=4)
-    table = depth_env.unwrapped.segmentation_ids["table"]
+    table = depth_env.unwrapped.segmentation_ids["table-workspace"]
     checked = 0
     for uid, data in depth["cameras"].items():
         for i in range(N):
@@ -119,8 +119,9 @@ def test_pointcloud_cube_points_lie_in_the_cube(make, env_id):
         q = pose[i, 3:]
         local = envs.core.pose.quat_apply(envs.core.pose.quat_conj(q).expand(len(pts), 4), pts - pose[i, :3])
         assert (local.abs() <= half + 0.002).all()
-        table = pc["xyz"][i][pc["segmentation"][i, :, 0] == base.segmentation_ids["table"]]  # top, sides, floor
-        top = table[(table[:, 0].abs() < TABLE_HALF[0] - 0.01) & (table[:, 1].abs() < TABLE_HALF[1] - 0.01) & (table[:, 2] > -0.5)]
+        table = pc["xyz"][i][pc["segmentation"][i, :, 0] == base.segmentation_ids["table-workspace"]]  # top, sides, floor
+        top = table[((table[:, 0] - TABLE_CENTRE[0]).abs() < TABLE_HALF[0] - 0.01) & ((table[:, 1] - TABLE_CENTRE[1]).abs() < TABLE_HALF[1] - 0.01)
+                    & (table[:, 2] > -0.5)]
         assert len(top) > 100 and top[:, 2].abs().max() < 0.002  # the table top is the z = 0 plane
 
 
@@ -166,7 +167,7 @@ def test_sensor_configs_override_and_validate(make):
         make("PickCube-v1", obs_mode="rgb", sensor_configs={"hand_camera": {"zoom": 2}})
     with pytest.raises(ValueError, match="width must be an integer"):
         make("PickCube-v1", obs_mode="rgb", sensor_configs={"width": 0})
-    with pytest.raises(ValueError, match="unknown camera mount 'wrist'; allowed: table, cube, robot/panda_link0"):
+    with pytest.raises(ValueError, match="unknown camera mount 'wrist'; allowed: table-workspace, ground, cube, goal_site, robot/panda_link0"):
         make("PickCube-v1", obs_mode="rgb", sensor_configs={"hand_camera": {"mount": "wrist"}})
 
 

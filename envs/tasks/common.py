@@ -62,8 +62,9 @@ def build_table(world: BatchedWorld) -> ActorGroup:
             b.add_box_visual(half_size=list(GROUND_HALF), material=_material((0.4, 0.4, 0.42, 1)))
         return b.build_static(name=f"ground_{i}")
 
+    group = world.add_actor("table-workspace", table, TABLE_POSE)
     world.add_actor("ground", ground, sapien.Pose([0.0, 0.0, GROUND_Z - GROUND_HALF[2]]))
-    return world.add_actor("table-workspace", table, TABLE_POSE)
+    return group
 
 
 @dataclass(frozen=True)
