@@ -11,12 +11,12 @@ SOLUTION = Solution(
     env_id="StackCube-v1",
     robots=("panda", "ur5e"),
     stages=(
-        MoveTo("reach", pre_grasp(GRASP, 0.04), OPEN),
+        MoveTo("reach", pre_grasp(GRASP, 0.03), OPEN),
         MoveTo("approach", GRASP, OPEN, screw_only=True),
-        Grip("grasp", CLOSED),
+        Grip("grasp", CLOSED, steps=5),
         MoveTo("lift", lift(0.05), CLOSED, screw_only=True),
         MoveTo("place", carry_to("cubeA", raised(attr("goal_pos"), 0.003)), CLOSED),
-        Grip("release", OPEN, steps=3),
+        Grip("release", OPEN, steps=1),  # the targets open; Settle holds them open and ends at success
         Settle(),
     ),
     obstacles=scene(table_boxes, box_of("cubeB", "cube_half_sizes")),
