@@ -270,7 +270,11 @@ class _Actor:
 class RayPool:
     """Ray actors, one CPU each, on the cluster at `address` (None: a local Ray started for this
     pool and stopped with it). `count` None: one worker per CPU of the cluster (per `render`
-    resource for a job that renders). Results stream back in the order they finish."""
+    resource for a job that renders). Results stream back in the order they finish.
+
+    An actor whose process or node is lost leaves the pool at once, and its task goes to the next
+    live actor; a replacement is asked for and joins the pool when Ray has placed it and its
+    handler is built (on a cluster that lost a node, maybe never)."""
 
     def __init__(self, job: Job, count: int | None = None, retries: int = 2, address: str | None = None,
                  num_cpus: int | None = None):
@@ -280,6 +284,12 @@ class RayPool:
             raise ValueError(RAY_MISSING) from None
         self.ray, self.job, self.retries = ray, job, retries
         self.started = False
+        self.actors: dict[int, Any] = {}  # id -> actor handle, ready to take tasks
+        self.starting: dict[Any, tuple[int, Any]] = {}  # ready ref -> (id, actor) not placed or built yet
+        self.busy: dict[Any, tuple[int, Any, Any, int]] = {}  # ref -> (actor id, key, task, attempt)
+        self.queue: list[tuple[Any, Any, int]] = []  # tasks waiting for an idle actor
+        self.retried = 0
+        self.ids = 0
         if not ray.is_initialized():
             if address is None:
                 cpus = num_cpus or os.cpu_count() or 1
@@ -296,22 +306,25 @@ class RayPool:
                              f"that can render (a GPU or Vulkan) with `ray start ... --resources '{{\"{RENDER}\": N}}'`")
         if count is None:
             count = int(have.get(RENDER if job.render else "CPU", 1))
-        self.options = {"num_cpus": 1, "max_restarts": 0, "max_task_retries": 0}
+        self.options: dict[str, Any] = {"num_cpus": 1, "max_restarts": 0, "max_task_retries": 0}
         if job.render:
             self.options["resources"] = {RENDER: 1}
         self.remote = ray.remote(_Actor)
-        self.actors = [self._start() for _ in range(max(1, count))]
-        self.busy: dict[Any, tuple[int, Any, Any, int]] = {}  # ref -> (slot, key, task, attempt)
-        self.queue: list[tuple[Any, Any, int]] = []
-        self.retried = 0
+        for _ in range(max(1, count)):
+            self._start()
         try:  # the actors build their handlers in parallel; a handler that cannot be built fails here
-            ray.get([a.ping.remote() for a in self.actors])
+            ray.get(list(self.starting))
         except ray.exceptions.RayActorError as e:
             self.close()
             raise WorkerError(f"a worker failed to start: {e}") from None
+        for _, (i, actor) in self.starting.items():
+            self.actors[i] = actor
+        self.starting = {}
 
-    def _start(self):
-        return self.remote.options(**self.options).remote(self.job)
+    def _start(self) -> None:
+        actor = self.remote.options(**self.options).remote(self.job)
+        self.starting[actor.ping.remote()] = (self.ids, actor)
+        self.ids += 1
 
     @property
     def size(self) -> int:
@@ -322,34 +335,41 @@ class RayPool:
         return len(self.actors) - len(self.busy) - len(self.queue)
 
     def submit(self, key, task) -> None:
-        self._send(key, task, 0)
+        self.queue.append((key, task, 0))
+        self._drain_queue()
 
-    def _send(self, key, task, attempt: int) -> None:
-        used = {slot for slot, *_ in self.busy.values()}
-        free = [s for s in range(len(self.actors)) if s not in used]
-        if not free:
-            self.queue.append((key, task, attempt))
-            return
-        ref = self.actors[free[0]].run.remote(task)
-        self.busy[ref] = (free[0], key, task, attempt)
+    def _drain_queue(self) -> None:
+        used = {i for i, *_ in self.busy.values()}
+        free = [i for i in self.actors if i not in used]
+        while self.queue and free:
+            key, task, attempt = self.queue.pop(0)
+            i = free.pop(0)
+            self.busy[self.actors[i].run.remote(task)] = (i, key, task, attempt)
 
     def next_result(self) -> tuple[Any, Any]:
         ray = self.ray
         while True:
             if not self.busy:
-                raise RuntimeError("next_result() with no task submitted")
-            [ref], _ = ray.wait(list(self.busy), num_returns=1)
-            slot, key, task, attempt = self.busy.pop(ref)
+                if not self.queue:
+                    raise RuntimeError("next_result() with no task submitted")
+                if not self.starting:
+                    raise RuntimeError("every worker of the Ray cluster is lost")
+            [ref], _ = ray.wait(list(self.busy) + list(self.starting), num_returns=1)
+            if ref in self.starting:  # a replacement is placed and built, or failed
+                i, actor = self.starting.pop(ref)
+                try:
+                    ray.get(ref)
+                    self.actors[i] = actor
+                except ray.exceptions.RayError:
+                    pass
+                self._drain_queue()
+                continue
+            i, key, task, attempt = self.busy.pop(ref)
             try:
                 kind, value = ray.get(ref)
             except (ray.exceptions.RayActorError, ray.exceptions.ObjectLostError) as e:
-                # the actor's process or node is gone: a fresh actor takes its place (Ray puts it
-                # on a node that is alive) and the task runs again
-                try:
-                    ray.kill(self.actors[slot], no_restart=True)
-                except Exception:
-                    pass
-                self.actors[slot] = self._start()
+                # the actor's process or node is gone: its task goes to the next live actor
+                self._drop(i)
                 if attempt < self.retries:
                     self.retried += 1
                     self.queue.insert(0, (key, task, attempt + 1))
@@ -362,17 +382,21 @@ class RayPool:
                 raise WorkerError(f"a worker raised on a task:\n{value}")
             return key, value
 
-    def _drain_queue(self) -> None:
-        while self.queue and len(self.busy) < len(self.actors):
-            self._send(*self.queue.pop(0))
+    def _drop(self, i: int) -> None:
+        actor = self.actors.pop(i)
+        try:
+            self.ray.kill(actor, no_restart=True)
+        except Exception:
+            pass
+        self._start()
 
     def close(self) -> None:
-        for actor in getattr(self, "actors", []):
+        for actor in [*self.actors.values(), *(a for _, a in self.starting.values())]:
             try:
                 self.ray.kill(actor, no_restart=True)
             except Exception:
                 pass
-        self.actors, self.busy, self.queue = [], {}, []
+        self.actors, self.starting, self.busy, self.queue = {}, {}, {}, []
         if self.started:
             self.ray.shutdown()
             self.started = False

@@ -1,6 +1,7 @@
 """`replay convert`: a trajectory file in another observation and/or control mode.
 
-Pipeline, per batch of B episodes (in this process, or spread over W worker processes):
+Pipeline, per batch of B episodes (in this process, or spread over W workers: local processes or
+Ray actors, envs/executor.py):
 
 1. control conversion (when the control mode changes): the closed loop of replay/control.py in
    a batched env of the target mode. An episode whose converted run ends without success
@@ -20,9 +21,7 @@ from __future__ import annotations
 
 import json
 import math
-import multiprocessing as mp
 import time
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator
@@ -30,6 +29,7 @@ from typing import Any, Callable, Iterator
 import h5py
 
 from envs.core.registry import check_env_id
+from envs.executor import Executor, Lost, make_pool, parse_executor
 from envs.modes import ControlMode, ObsMode, parse_mode
 from replay.control import CONVERTIBLE, ActionNoise, ConvertLimits
 from replay.observe import OBS_UNITS
@@ -45,7 +45,7 @@ class ConvertConfig:
     control: str | None = None  # default: the source's control mode
     out: Path | None = None  # default: beside the input, named by obs and control mode
     num_envs: int | None = None  # episodes per batch (default 64, 16 for camera modes)
-    workers: int = 1
+    workers: int | None = 1  # None: one per CPU of the Ray cluster (per render slot for camera modes)
     count: int | None = None  # the first `count` episodes only
     use_env_states: bool = False
     allow_failure: bool = False
@@ -54,8 +54,11 @@ class ConvertConfig:
     overwrite: bool = False
     limits: ConvertLimits = field(default_factory=ConvertLimits)
     noise: ActionNoise = field(default_factory=ActionNoise)
+    executor: str = "local"  # local processes or ray (envs/executor.py)
+    address: str | None = None  # the Ray cluster's address (default: a local Ray started for the run)
 
     def __post_init__(self) -> None:
+        self.executor_kind = parse_executor(self.executor, self.address)
         self.file = Path(self.file)
         self.meta = read_meta(self.file)  # TrajectoryError: missing, not a trajectory, sidecar mismatch
         info = self.meta["env_info"]
@@ -82,7 +85,9 @@ class ConvertConfig:
                              f"({self.source_control.value})")
         if self.num_envs is None:
             self.num_envs = 16 if self.obs_mode.visual else 64
-        if self.num_envs < 1 or self.workers < 1:
+        if self.workers is None and self.executor_kind is Executor.LOCAL:
+            self.workers = 1
+        if self.num_envs < 1 or (self.workers is not None and self.workers < 1):
             raise ValueError("--num-envs and --workers must be >= 1")
         if self.count is not None and self.count < 1:
             raise ValueError(f"--count must be >= 1, got {self.count}")
@@ -247,10 +252,18 @@ def _make(cfg: ConvertConfig, obs_mode: ObsMode, episodes: list):
     return gym.make(cfg.env_id, num_envs=len(episodes), **cfg.env_kwargs(obs_mode), **batch_env_kwargs(episodes))
 
 
-def _worker_init() -> None:
-    import torch
+@dataclass(frozen=True)
+class ConvertJob:
+    """A conversion worker: a task is a batch of source episode ids, the answer their outcomes."""
 
-    torch.set_num_threads(1)
+    cfg: ConvertConfig
+
+    @property
+    def render(self) -> bool:
+        return self.cfg.obs_mode.visual
+
+    def setup(self) -> Callable[[list[int]], list[Outcome]]:
+        return lambda ids: convert_episodes(self.cfg, ids)
 
 
 def _batches(ids: list[int], size: int) -> list[list[int]]:
@@ -262,25 +275,41 @@ def _run_batches(
 ) -> Iterator[list[Outcome]]:
     """Yields each batch's outcomes, in batch order; in this process `on_done` hears of each
     finished episode, from workers of each finished batch."""
-    if cfg.workers == 1:
+    if cfg.workers == 1 and cfg.executor_kind is Executor.LOCAL:
         for b in batches:
             yield convert_episodes(cfg, b, on_done)
         return
-    # fork: the workers start with this process's imports (torch, SAPIEN), which spawn would
-    # redo in each (2 s here). The `replay` command has made no env or PhysX system before this
-    # point, so the workers inherit none; each builds its own envs.
-    with ProcessPoolExecutor(cfg.workers, mp_context=mp.get_context("fork"), initializer=_worker_init) as pool:
-        for outcomes in pool.map(convert_episodes, [cfg] * len(batches), batches):
-            if on_done:
-                on_done(len(outcomes))
-            yield outcomes
+    # fork for local workers: they start with this process's imports (torch, SAPIEN), which spawn
+    # would redo in each (2 s here). The `replay` command has made no env or PhysX system before
+    # this point, so the workers inherit none; each builds its own envs.
+    pool = make_pool(cfg.executor_kind, ConvertJob(cfg), cfg.workers, address=cfg.address, start="fork")
+    try:
+        done: dict[int, list[Outcome]] = {}
+        submitted = 0
+        for k in range(len(batches)):
+            while submitted < len(batches) and pool.idle:
+                pool.submit(submitted, batches[submitted])
+                submitted += 1
+            while k not in done:
+                b, outcomes = pool.next_result()
+                if isinstance(outcomes, Lost):  # its workers kept dying: the batch fails, nothing is dropped silently
+                    outcomes = [Outcome(i, False, outcomes.reason, None) for i in batches[b]]
+                done[b] = outcomes
+                if on_done:
+                    on_done(len(outcomes))
+                while submitted < len(batches) and pool.idle:
+                    pool.submit(submitted, batches[submitted])
+                    submitted += 1
+            yield done.pop(k)  # in batch order: the output's episode order does not depend on the workers
+    finally:
+        pool.close()
 
 
 def run(cfg: ConvertConfig, on_done: Callable[[int], None] | None = None) -> Report:
     """Converts cfg.episode_ids into cfg.out; `on_done(n)` is called as n more episodes finish."""
     start = time.perf_counter()
     ids = cfg.episode_ids
-    size = min(cfg.num_envs, math.ceil(len(ids) / cfg.workers)) if ids else 1
+    size = min(cfg.num_envs, math.ceil(len(ids) / (cfg.workers or 1))) if ids else 1
     meta = _output_meta(cfg)
     tmp = cfg.out.with_name(cfg.out.stem + ".part.h5")
     failed: list[tuple[int, str]] = []
@@ -292,7 +321,7 @@ def run(cfg: ConvertConfig, on_done: Callable[[int], None] | None = None) -> Rep
                     converted += o.ok
                     if not o.ok:
                         failed.append((o.source_id, o.reason))
-                    if o.ok or cfg.allow_failure:
+                    if (o.ok or cfg.allow_failure) and o.episode is not None:
                         o.episode.info = {**o.episode.info, "source_episode_id": o.source_id, "convert": o.reason}
                         writer.add(o.episode, cfg.control_mode.value)
                         written += 1
