@@ -294,8 +294,9 @@ class RayPool:
             if address is None:
                 cpus = num_cpus or os.cpu_count() or 1
                 # this machine is taken to render (a GPU or Vulkan): every CPU is a render slot too
-                ray.init(num_cpus=cpus, resources={RENDER: cpus}, include_dashboard=False, log_to_driver=False,
-                         configure_logging=False)
+                # "local": a new Ray of our own even where a `ray start` cluster runs on this machine
+                ray.init(address="local", num_cpus=cpus, resources={RENDER: cpus}, include_dashboard=False,
+                         log_to_driver=False, configure_logging=False)
             else:
                 ray.init(address=address, include_dashboard=False, log_to_driver=False, configure_logging=False)
             self.started = True

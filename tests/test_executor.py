@@ -105,7 +105,7 @@ ray = pytest.importorskip("ray", reason='Ray is a test extra: pip install -e ".[
 
 @pytest.fixture(scope="module")
 def local_ray():
-    ray.init(num_cpus=2, resources={"render": 2}, include_dashboard=False, log_to_driver=False,
+    ray.init(address="local", num_cpus=2, resources={"render": 2}, include_dashboard=False, log_to_driver=False,
              configure_logging=False, runtime_env={"env_vars": {"PYTHONPATH": str(ROOT)}})
     try:
         yield
@@ -179,7 +179,7 @@ def _ray_cli() -> str:
 def two_nodes(tmp_path):
     if ray.is_initialized():
         pytest.fail("the two-node test needs this process to be outside Ray")
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "RAY_health_check_period_ms": "500",
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "RAY_AUTH_MODE": "disabled", "RAY_health_check_period_ms": "500",
            "RAY_health_check_failure_threshold": "4", "RAY_health_check_initial_delay_ms": "0"}
     address = f"127.0.0.1:{_free_port()}"
     common = ["--num-cpus", "1", "--disable-usage-stats"]
@@ -228,3 +228,5 @@ def test_two_node_cluster_loses_a_node_mid_run(two_nodes, tmp_path):
     episodes = read_meta(out)["episodes"]
     assert [e["episode_id"] for e in episodes] == list(range(6))  # no gap, no duplicate
     assert len({e["seed"] for e in episodes}) == 6
+    # the lost node's worker was planning a batch when it went: that batch ran again elsewhere
+    assert "batches retried after a worker was lost" in stdout, stdout
