@@ -161,6 +161,27 @@ def test_ray_generation_and_conversion_give_the_local_episodes(local_ray, tmp_pa
     _same(_actions(outs["local"]), _actions(outs["ray"]))
 
 
+def test_ray_evaluation_gives_the_local_results(local_ray, tmp_path):
+    from policies.config import BCConfig, DatasetConfig
+    from policies.data import DemoData, env_info
+    from policies.evaluate import evaluate
+    from policies.policy import build_policy
+    from replay.trajectory import TrajectoryFile
+    from tests.test_policies import _record
+
+    data = DemoData(str(_record(tmp_path / "s.h5", 2, visual=False)), DatasetConfig())
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(0)
+    policy = build_policy(data.spec, BCConfig(hidden=(32,), image_features=16, warmup_steps=1))
+    env = env_info(TrajectoryFile(tmp_path / "s.h5"))
+    kw = {"episodes": 3, "num_envs": 2, "max_episode_steps": 5}
+    local = evaluate(policy, env, **kw)
+    remote = evaluate(policy, env, **kw, executor="ray", workers=2)
+    for r in (local, remote):
+        r.pop("seconds")
+    assert remote == local and local["episodes"] == 3
+
+
 # --------------------------------------------------------------------------------------------
 # a two-node cluster on this machine (`ray start --head` and a second `ray start --address`)
 
