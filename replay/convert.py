@@ -13,8 +13,9 @@ Ray actors, envs/executor.py):
 3. observations (when an obs mode other than none is asked for): every state of the
    (converted) episode is restored and observed (replay/observe.py).
 
-The input is never opened for writing. The output is written under a temporary name and
-renamed when complete; its sidecar records what it was converted from.
+The input is never opened for writing. The output is written as OUT.part.h5, committed as batches
+land, and renamed to OUT when complete; its sidecar records what it was converted from. An
+interrupted conversion leaves OUT.part.h5, which `resume` continues after its last episode.
 """
 
 from __future__ import annotations
@@ -52,6 +53,7 @@ class ConvertConfig:
     cam_width: int | None = None
     cam_height: int | None = None
     overwrite: bool = False
+    resume: bool = False  # continue the OUT.part.h5 of an interrupted conversion
     limits: ConvertLimits = field(default_factory=ConvertLimits)
     noise: ActionNoise = field(default_factory=ActionNoise)
     executor: str = "local"  # local processes or ray (envs/executor.py)
@@ -107,10 +109,20 @@ class ConvertConfig:
         self.out = Path(self.out)
         if self.out.resolve() == self.file.resolve():
             raise ValueError("the output must not be the input")
+        if self.resume and self.overwrite:
+            raise ValueError("--resume and --overwrite exclude each other")
         if self.out.exists() and not self.overwrite:
             raise ValueError(f"{self.out} exists: pass --overwrite to replace it")
+        if (self.part.exists() or sidecar_path(self.part).exists()) and not (self.resume or self.overwrite):
+            raise ValueError(f"{self.part} holds an interrupted conversion: pass --resume to continue it or --overwrite "
+                             "to start again")
         if not self.out.parent.is_dir():
             raise ValueError(f"{self.out.parent}: no such directory")
+
+    @property
+    def part(self) -> Path:
+        """Where the output is written until it is complete."""
+        return self.out.with_name(self.out.stem + ".part.h5")
 
     @property
     def converts_control(self) -> bool:
@@ -308,24 +320,28 @@ def _run_batches(
 def run(cfg: ConvertConfig, on_done: Callable[[int], None] | None = None) -> Report:
     """Converts cfg.episode_ids into cfg.out; `on_done(n)` is called as n more episodes finish."""
     start = time.perf_counter()
-    ids = cfg.episode_ids
-    size = min(cfg.num_envs, math.ceil(len(ids) / (cfg.workers or 1))) if ids else 1
     meta = _output_meta(cfg)
-    tmp = cfg.out.with_name(cfg.out.stem + ".part.h5")
+    tmp = cfg.part
+    if not cfg.resume:
+        _remove(tmp)  # an earlier interrupted conversion's, with --overwrite
     failed: list[tuple[int, str]] = []
     written = converted = 0
+    writer = TrajectoryWriter(tmp, meta, resume=cfg.resume)
     try:
-        with TrajectoryWriter(tmp, meta) as writer:
-            for outcomes in _run_batches(cfg, _batches(ids, size), on_done):
-                for o in outcomes:
-                    converted += o.ok
-                    if not o.ok:
-                        failed.append((o.source_id, o.reason))
-                    if (o.ok or cfg.allow_failure) and o.episode is not None:
-                        o.episode.info = {**o.episode.info, "source_episode_id": o.source_id, "convert": o.reason}
-                        writer.add(o.episode, cfg.control_mode.value)
-                        written += 1
-        if written == 0:
+        ids = _remaining(cfg, writer, meta)
+        size = min(cfg.num_envs, math.ceil(len(ids) / (cfg.workers or 1))) if ids else 1
+        for outcomes in _run_batches(cfg, _batches(ids, size), on_done):
+            for o in outcomes:
+                converted += o.ok
+                if not o.ok:
+                    failed.append((o.source_id, o.reason))
+                if (o.ok or cfg.allow_failure) and o.episode is not None:
+                    o.episode.info = {**o.episode.info, "source_episode_id": o.source_id, "convert": o.reason}
+                    writer.add_staged(o.episode, cfg.control_mode.value)
+                    written += 1
+            writer.commit()  # batch by batch: what an interrupted run leaves is what --resume skips
+        writer.close()
+        if writer.num_episodes == 0:
             raise _NothingConverted()
         tmp.replace(cfg.out)
         sidecar_path(tmp).replace(sidecar_path(cfg.out))
@@ -334,9 +350,41 @@ def run(cfg: ConvertConfig, on_done: Callable[[int], None] | None = None) -> Rep
     except _NothingConverted:
         out, size_bytes = None, 0
     finally:
-        for p in (tmp, sidecar_path(tmp), sidecar_path(tmp).with_name(sidecar_path(tmp).name + ".tmp")):
-            p.unlink(missing_ok=True)
+        writer.close()
+        if writer.num_episodes == 0:
+            _remove(tmp)
     return Report(out, converted, len(ids), failed, time.perf_counter() - start, size_bytes)
+
+
+def _remaining(cfg: ConvertConfig, writer: TrajectoryWriter, meta: dict[str, Any]) -> list[int]:
+    """The source episodes still to convert: those after the last one the part file holds (it
+    holds them in source order), checked to have been converted with the same settings."""
+    ids = cfg.episode_ids
+    done = writer.meta["episodes"]
+    if not done:
+        return ids
+    theirs = writer.meta.get("conversion", {})
+    diff = [f"{k} {theirs.get(k)} (this run: {v})" for k, v in meta["conversion"].items() if theirs.get(k) != v]
+    if diff:
+        raise ValueError(f"{cfg.part} was converted with {'; '.join(diff)}: resume with the same settings")
+    last = done[-1].get("info", {}).get("source_episode_id")
+    if last not in ids:
+        raise ValueError(f"{cfg.part} ends with source episode {last}, which this run does not convert")
+    return ids[ids.index(last) + 1 :]
+
+
+def _remove(path: Path) -> None:
+    """A trajectory file, its sidecar and any unfinished segments."""
+    from replay.trajectory import parts_dir
+
+    for p in (path, sidecar_path(path), path.with_name(path.name + ".tmp"),
+              sidecar_path(path).with_name(sidecar_path(path).name + ".tmp")):
+        p.unlink(missing_ok=True)
+    parts = parts_dir(path)
+    if parts.is_dir():
+        for p in parts.iterdir():
+            p.unlink()
+        parts.rmdir()
 
 
 class _NothingConverted(Exception):
