@@ -253,7 +253,7 @@ def test_an_interrupted_call_leaves_the_env_in_step(make):
 
 
 def test_scaling_benchmark_prints_workers_and_the_uncoupled_ceiling(capsys):
-    from envs.scaling_benchmark import main as scaling
+    from benchmarks.scaling import main as scaling
 
     assert scaling(["--workers", "1", "2", "--num-envs", "4", "--steps", "3", "--independent"]) == 0
     rows = [line.split() for line in capsys.readouterr().out.splitlines()]

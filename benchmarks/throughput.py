@@ -1,6 +1,6 @@
 """Throughput benchmark: random actions in a batched env.
 
-    python -m envs.benchmark -e PickCube-v1 --num-envs 64 --steps 1000 [--obs-mode state]
+    python -m benchmarks.throughput -e PickCube-v1 --num-envs 64 --steps 1000 [--obs-mode state]
         [--control-mode pd_joint_delta_pos] [--robot-uids panda ur5e] [--num-workers 1]
         [--cam-width 128 --cam-height 128 --cam-fov 1.57] [--torch-threads 1]
 
