@@ -4,7 +4,7 @@ the machine's speed falls on all alike. "ray" starts a local Ray for each run (i
 the time, as are the workers'); "ray2" joins a two-node cluster on this machine (`ray start --head`
 plus a second `ray start --address`, half the CPUs each), started once before the runs.
 
-    python benchmarks/executor_benchmark.py [--task PickCube] [--n 2000] [--convert 500] [--rounds 2] [--workers 16]
+    python -m benchmarks.executors [--task PickCube] [--n 2000] [--convert 500] [--rounds 2] [--workers 16]
 
 Prints one line per run and, per stage, the median of each executor and its share of local.
 """
