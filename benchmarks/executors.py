@@ -42,6 +42,7 @@ def main() -> None:
     args = p.parse_args()
     py = sys.executable
     rates: dict[tuple[str, str], list[float]] = {}
+    os.environ.setdefault("RAY_AUTH_MODE", "disabled")  # one machine, loopback only: no cluster token to hand round
     ray_cli = str(Path(py).with_name("ray"))
     port = "6399"
     half = str(max(1, args.workers // 2))

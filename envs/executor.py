@@ -123,13 +123,11 @@ class ProcessPool:
         self.job, self.retries, self.daemon = job, retries, daemon
         self.ctx = mp.get_context(start if os.name == "posix" else "spawn")
         self.slots: list[tuple[mp.Process, Connection]] = []
-        self.ready: list[bool] = []
         self.busy: dict[int, tuple[Any, Any, int]] = {}  # slot -> (key, task, attempt)
         self.queue: list[tuple[Any, Any, int]] = []  # retries waiting for an idle worker
         self.retried = 0
         for _ in range(max(1, count)):
             self.slots.append(self._start())
-            self.ready.append(False)
         if wait_ready:
             for slot in range(len(self.slots)):
                 self._wait_ready(slot)
@@ -155,7 +153,6 @@ class ProcessPool:
     def _handle(self, slot: int, msg) -> tuple[Any, Any] | None:
         kind, key, value = msg
         if kind == "ready":
-            self.ready[slot] = True
             return None
         if kind == "error":
             where = "while starting" if key is None else "on a task"
@@ -203,7 +200,6 @@ class ProcessPool:
                     key, task, attempt = self.busy.pop(slot)
                     conn.close()
                     self.slots[slot] = self._start()
-                    self.ready[slot] = False
                     reason = f"a worker died (exit code {proc.exitcode})"
                     if attempt < self.retries:
                         self.retried += 1
