@@ -198,8 +198,7 @@ def _ray_cli() -> str:
 
 @pytest.fixture
 def two_nodes(tmp_path):
-    if ray.is_initialized():
-        pytest.fail("the two-node test needs this process to be outside Ray")
+    ray.shutdown()  # the module's local Ray, if up: `ray stop` below would take it down under its fixture
     env = {**os.environ, "PYTHONPATH": str(ROOT), "RAY_AUTH_MODE": "disabled", "RAY_health_check_period_ms": "500",
            "RAY_health_check_failure_threshold": "4", "RAY_health_check_initial_delay_ms": "0"}
     address = f"127.0.0.1:{_free_port()}"
