@@ -43,8 +43,9 @@ def test_rollout_shapes_and_finite(make, env_id, obs_mode, control_mode):
         assert env.action_space.contains(action)
         obs, reward, terminated, truncated, info = env.step(action)
     for x in _leaves(obs):
-        assert isinstance(x, torch.Tensor) and x.dtype == torch.float32 and x.shape[0] == N
-        assert torch.isfinite(x).all()
+        # flags (ManiSkill's is_grasped) are bool, everything else float32
+        assert isinstance(x, torch.Tensor) and x.dtype in (torch.float32, torch.bool) and x.shape[0] == N
+        assert x.dtype == torch.bool or torch.isfinite(x).all()
     if obs_mode == "state":
         assert obs.ndim == 2 and obs.shape == env.observation_space.shape
     if obs_mode == "none":
