@@ -5,7 +5,7 @@
                    [--only-success | --keep-failures] [--resume | --overwrite] [--shard i/K]
     demos list
     demos info FILE
-    demos verify FILE [--num-envs B]
+    demos verify FILE [--num-envs B] [--shuffle SEED]
     demos merge OUT IN [IN ...] [--overwrite]
 """
 
@@ -64,7 +64,8 @@ def _parser() -> argparse.ArgumentParser:
     i.add_argument("file", type=Path)
     v = sub.add_parser("verify", help="replay every episode's actions and count reproduced successes")
     v.add_argument("file", type=Path)
-    v.add_argument("--num-envs", type=int, default=16)
+    v.add_argument("--num-envs", type=int, default=16, help="episodes replayed together, each batch in a fresh env")
+    v.add_argument("--shuffle", type=int, metavar="SEED", help="replay the episodes in an order shuffled by SEED")
     m = sub.add_parser("merge", help="join files of one task, renumbering episodes")
     m.add_argument("out", type=Path)
     m.add_argument("inputs", type=Path, nargs="+")
@@ -151,7 +152,9 @@ def _info(args) -> int:
 def _verify(args) -> int:
     from replay.verify import verify_file
 
-    ok, total, failed = verify_file(args.file, args.num_envs)
+    if args.num_envs < 1:
+        raise ValueError(f"--num-envs must be positive, got {args.num_envs}")
+    ok, total, failed = verify_file(args.file, args.num_envs, args.shuffle)
     print(f"{args.file}: {ok}/{total} episodes reproduce their recorded outcome ({ok / max(total, 1):.1%})")
     if failed:
         print(f"not reproduced: episode ids {failed[:20]}{' ...' if len(failed) > 20 else ''}")

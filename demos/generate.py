@@ -83,7 +83,11 @@ class GenerateConfig:
 
     @property
     def env_kwargs(self) -> dict:
-        return {"obs_mode": self.obs_mode, "control_mode": self.control_mode, "robot_uids": self.robot_uids}
+        """Stored in the file: replays build their envs with them. Isolated physics makes an
+        episode's replay independent of the batch it runs in (docs/PERFORMANCE.md, "Coupling
+        between envs")."""
+        return {"obs_mode": self.obs_mode, "control_mode": self.control_mode, "robot_uids": self.robot_uids,
+                "physics": {"isolated": True}}
 
 
 def versions() -> dict[str, str]:

@@ -39,7 +39,10 @@ def _serve(spec: WorkerSpec, conn: Connection) -> None:
     with PlannerPool(1, warm=spec.robot_uid) as pool:  # its planner builds while the env does
         env = gym.make(spec.env_id, num_envs=spec.num_envs, **spec.env_kwargs).unwrapped
         solution = with_hold(solution_for(spec.env_id), spec.hold)
-        runner = Runner(env, solution, pool, adapter_for(spec.robot_uid), spec.record_obs, spec.speed)
+        from replay.verify import fresh_env
+
+        runner = Runner(env, solution, pool, adapter_for(spec.robot_uid), spec.record_obs, spec.speed,
+                        fresh_env=lambda eps: fresh_env(spec.env_id, spec.env_kwargs, eps), hold=spec.hold)
         conn.send(("ready", env.max_episode_steps))
         while True:
             try:

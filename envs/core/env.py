@@ -125,9 +125,12 @@ class BaseEnv(gym.Env):
         num_workers: int = 1,
         first_env_index: int = 0,
         sensor_configs: dict[str, Any] | None = None,
+        physics: dict[str, Any] | None = None,
     ):
         """num_workers: handled by `__new__` (1 here). first_env_index: the global index of env 0, set
-        by a parallel env's workers so that every env sits at its own grid place in the scene."""
+        by a parallel env's workers so that every env sits at its own grid place in the scene.
+        physics: `envs.core.world.PhysicsConfig` fields to change (PhysX solver, contacts, materials,
+        isolation); the defaults are ManiSkill's."""
         if int(num_envs) < 1:
             raise ValueError(f"num_envs must be >= 1, got {num_envs}")
         if sim_freq % control_freq != 0:
@@ -158,6 +161,7 @@ class BaseEnv(gym.Env):
             self.sim_freq,
             visual=self.obs_mode.visual or render_mode is not None,
             first_index=int(first_env_index),
+            physics=physics,
         )
         self._load_scene()
         self.sensor_settings = resolve_sensor_configs(

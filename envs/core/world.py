@@ -1,9 +1,10 @@
-"""N environments in one SAPIEN CPU PhysX scene, spaced apart on a grid.
+"""N environments on SAPIEN's CPU PhysX: one system for all, the envs spaced apart on a grid (the
+default), or one PhysX system per env (isolated).
 
-docs/PERFORMANCE.md compares this with one SAPIEN scene per env: one scene is faster (one
-PhysX step instead of N) and stays independent because every env sits far from every other,
-with no shape able to reach a neighbour. All poses that leave this module are env-local:
-the env's grid offset is subtracted, so env i sees the same numbers whatever N is.
+docs/PERFORMANCE.md ("Coupling between envs") measures both: a shared system steps all envs in
+one PhysX call, but an env's last bits then depend on its place on the grid and on the other
+envs in the batch; isolated envs are bit-identical whatever batch they run in. All poses that
+leave this module are env-local: the env's grid offset (zero when isolated) is subtracted.
 
 Entities are registered per env by name; `ActorGroup` and `ArticulationGroup` read and write
 one quantity for all N envs at once as (N, ...) torch tensors.
@@ -11,6 +12,7 @@ one quantity for all N envs at once as (N, ...) torch tensors.
 
 from __future__ import annotations
 
+from dataclasses import asdict, dataclass
 from typing import Callable, Iterable
 
 import numpy as np
@@ -21,6 +23,70 @@ from envs.core.pose import pose_mul
 
 SPACING = 5.0  # metres between neighbouring env origins: no task reaches that far
 ROW = 16  # envs per row; env i's origin depends on i alone, never on N
+
+
+@dataclass(frozen=True)
+class PhysicsConfig:
+    """PhysX settings of a world. The defaults are ManiSkill 3.0.1's (its SceneConfig and
+    DefaultMaterialsConfig), which every task under a ManiSkill id must simulate with.
+
+    `isolated` gives every env its own PhysX system, all at the origin, instead of one system
+    holding every env on a grid. An isolated env's physics is then a function of its own state and
+    actions alone: it does not depend on which other envs share the batch, nor on its place in it
+    (docs/PERFORMANCE.md, "Coupling between envs"). A shared system is faster, so it is the
+    default; demonstrations are made and replayed isolated (`demos generate` stores the setting in
+    the file's env kwargs).
+    """
+
+    solver_position_iterations: int = 15
+    solver_velocity_iterations: int = 1
+    sleep_threshold: float = 0.005
+    contact_offset: float = 0.02
+    rest_offset: float = 0.0
+    bounce_threshold: float = 2.0
+    enable_pcm: bool = True
+    enable_tgs: bool = True
+    enable_ccd: bool = False
+    enable_enhanced_determinism: bool = False
+    enable_friction_every_iteration: bool = True
+    static_friction: float = 0.3
+    dynamic_friction: float = 0.3
+    restitution: float = 0.0
+    isolated: bool = False
+
+    def __post_init__(self) -> None:
+        if self.solver_position_iterations < 1 or self.solver_velocity_iterations < 0:
+            raise ValueError("solver_position_iterations must be >= 1 and solver_velocity_iterations >= 0")
+        if self.contact_offset <= self.rest_offset:
+            raise ValueError(f"contact_offset ({self.contact_offset}) must exceed rest_offset ({self.rest_offset})")
+
+    @classmethod
+    def parse(cls, value: "PhysicsConfig | dict | None") -> "PhysicsConfig":
+        """A config from None (the defaults), a config, or a dict of fields (unknown ones refused)."""
+        if value is None or isinstance(value, cls):
+            return value or cls()
+        unknown = sorted(set(value) - set(cls.__dataclass_fields__))
+        if unknown:
+            raise ValueError(f"unknown physics settings {unknown}; allowed: {', '.join(cls.__dataclass_fields__)}")
+        return cls(**value)
+
+    def dict(self) -> dict:
+        return asdict(self)
+
+    def apply(self) -> None:
+        """Sets SAPIEN's process-wide PhysX configs, which systems, bodies and shapes take when they
+        are created: call it before building a world's systems and entities."""
+        sapien.physx.set_scene_config(
+            bounce_threshold=self.bounce_threshold, enable_pcm=self.enable_pcm, enable_tgs=self.enable_tgs,
+            enable_ccd=self.enable_ccd, enable_enhanced_determinism=self.enable_enhanced_determinism,
+            enable_friction_every_iteration=self.enable_friction_every_iteration,
+        )
+        sapien.physx.set_body_config(
+            solver_position_iterations=self.solver_position_iterations,
+            solver_velocity_iterations=self.solver_velocity_iterations, sleep_threshold=self.sleep_threshold,
+        )
+        sapien.physx.set_shape_config(contact_offset=self.contact_offset, rest_offset=self.rest_offset)
+        sapien.physx.set_default_material(self.static_friction, self.dynamic_friction, self.restitution)
 
 
 def pose_rows(poses: Iterable[sapien.Pose]) -> np.ndarray:
@@ -202,25 +268,35 @@ class ArticulationGroup(_Cached):
 
 
 class BatchedWorld:
-    """Owns the PhysX system and every per-env entity, in creation order.
+    """Owns the PhysX systems and every per-env entity, in creation order.
 
-    All envs share one PhysX CPU system. A state-only world puts every env in one SAPIEN scene;
-    a visual world gives each env its own SAPIEN scene (`scenes[i]`), each with its own render
-    system but all on the shared PhysX system, so physics is the same while env i's cameras see
-    env i alone (docs/PERFORMANCE.md, "Cameras").
+    An isolated world (`PhysicsConfig.isolated`) gives env i its own PhysX system and
+    SAPIEN scene, `scenes[i]`, with every env at the origin. Otherwise all envs share one PhysX CPU
+    system, spaced on a grid: a state-only world then puts every env in one SAPIEN scene, a visual
+    world gives each env its own SAPIEN scene on the shared system. In both, a visual world gives
+    each scene its own render system, so env i's cameras see env i alone (docs/PERFORMANCE.md,
+    "Cameras").
     """
 
-    def __init__(self, num_envs: int, sim_freq: int, visual: bool = False, first_index: int = 0):
+    def __init__(self, num_envs: int, sim_freq: int, visual: bool = False, first_index: int = 0,
+                 physics: PhysicsConfig | dict | None = None):
         """first_index: the global index of env 0 (a worker of a parallel env holds a slice)."""
         self.num_envs = num_envs
         self.first_index = first_index
         self.visual = visual  # build visual shapes (needs a render system and a Vulkan device)
-        self.physx = sapien.physx.PhysxCpuSystem()
-        self.physx.timestep = 1.0 / sim_freq
+        self.physics = PhysicsConfig.parse(physics)
+        self.physics.apply()
+        count = num_envs if self.physics.isolated else 1
+        self.systems = [sapien.physx.PhysxCpuSystem() for _ in range(count)]
+        for system in self.systems:
+            system.timestep = 1.0 / sim_freq
+        self.physx = self.systems[0]
         if visual:
             from envs.sensors.vulkan import render_system  # only visual worlds touch Vulkan
 
-            self.scenes = [sapien.Scene([self.physx, render_system()]) for _ in range(num_envs)]
+            self.scenes = [sapien.Scene([self.systems[i % count], render_system()]) for i in range(num_envs)]
+        elif self.physics.isolated:
+            self.scenes = [sapien.Scene([system]) for system in self.systems]
         else:
             self.scenes = [sapien.Scene([self.physx])] * num_envs
         self.scene = self.scenes[0]  # env 0's scene; build env i's entities in scenes[i]
@@ -228,6 +304,8 @@ class BatchedWorld:
             [[(i % ROW) * SPACING, (i // ROW) * SPACING, 0.0] for i in range(first_index, first_index + num_envs)],
             dtype=torch.float32,
         )
+        if self.physics.isolated:
+            self.offsets.zero_()  # every env alone at the origin: its numbers do not depend on its index
         self.clock = Clock()
         self.actors: dict[str, ActorGroup] = {}
         self.articulations: dict[str, ArticulationGroup] = {}
@@ -255,7 +333,8 @@ class BatchedWorld:
         return group
 
     def step(self) -> None:
-        self.physx.step()
+        for system in self.systems:
+            system.step()
         self.clock.tick()
 
     def state_dict(self) -> dict[str, dict[str, torch.Tensor]]:
