@@ -1,10 +1,12 @@
 """N environments on SAPIEN's CPU PhysX: one system for all, the envs spaced apart on a grid (the
 default), or one PhysX system per env (isolated).
 
-docs/PERFORMANCE.md ("Coupling between envs") measures both: a shared system steps all envs in
-one PhysX call, but an env's last bits then depend on its place on the grid and on the other
-envs in the batch; isolated envs are bit-identical whatever batch they run in. All poses that
-leave this module are env-local: the env's grid offset (zero when isolated) is subtracted.
+A shared system steps all envs in one PhysX call (1.4-1.7x the env-steps/s of one system per env
+at N = 64, `python -m benchmarks.batching`); the envs cannot touch, every env sitting far from
+every other, but an env's last bits then depend on its place on the grid and on the other envs in
+the batch (`python -m benchmarks.coupling`). Isolated envs are bit-identical whatever batch they
+run in. All poses that leave this module are env-local: the env's grid offset (zero when isolated)
+is subtracted, so env i sees the same numbers whatever N is.
 
 Entities are registered per env by name; `ActorGroup` and `ArticulationGroup` read and write
 one quantity for all N envs at once as (N, ...) torch tensors.
@@ -33,9 +35,9 @@ class PhysicsConfig:
     `isolated` gives every env its own PhysX system, all at the origin, instead of one system
     holding every env on a grid. An isolated env's physics is then a function of its own state and
     actions alone: it does not depend on which other envs share the batch, nor on its place in it
-    (docs/PERFORMANCE.md, "Coupling between envs"). A shared system is faster, so it is the
-    default; demonstrations are made and replayed isolated (`demos generate` stores the setting in
-    the file's env kwargs).
+    (`python -m benchmarks.coupling`: zero difference in any batch, against up to ~1 in a state
+    number on a shared system). A shared system is faster, so it is the default; demonstrations
+    are made and replayed isolated (`demos generate` stores the setting in the file's env kwargs).
     """
 
     solver_position_iterations: int = 15
@@ -270,12 +272,12 @@ class ArticulationGroup(_Cached):
 class BatchedWorld:
     """Owns the PhysX systems and every per-env entity, in creation order.
 
-    An isolated world (`PhysicsConfig.isolated`) gives env i its own PhysX system and
-    SAPIEN scene, `scenes[i]`, with every env at the origin. Otherwise all envs share one PhysX CPU
-    system, spaced on a grid: a state-only world then puts every env in one SAPIEN scene, a visual
-    world gives each env its own SAPIEN scene on the shared system. In both, a visual world gives
-    each scene its own render system, so env i's cameras see env i alone (docs/PERFORMANCE.md,
-    "Cameras").
+    An isolated world (`PhysicsConfig.isolated`) gives env i its own PhysX system and SAPIEN scene,
+    `scenes[i]`, with every env at the origin. Otherwise all envs share one PhysX CPU system, spaced
+    on a grid: a state-only world puts every env in one SAPIEN scene; a visual world gives each env
+    its own SAPIEN scene (`scenes[i]`) on the shared system. A visual world gives each scene its own
+    render system, so env i's cameras see env i alone; a render system shared by all envs would make
+    every camera draw all N envs (half the env-steps/s at N = 16, a quarter at N = 32).
     """
 
     def __init__(self, num_envs: int, sim_freq: int, visual: bool = False, first_index: int = 0,
