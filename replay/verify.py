@@ -1,11 +1,11 @@
 """Open-loop replay of recorded actions from recorded initial states, batched.
 
-Every batch is replayed in a freshly built env. PhysX keeps state that no API exposes (the order
-of its contact pairs, the handles of re-inserted bodies), so an env that has run other episodes
-can move the last bits of a contact, which a grasp amplifies; a fresh env of isolated envs
-(`PhysicsConfig.isolated`, which demonstration files store in their env kwargs) replays an episode bit-identically whatever the batch's
-size, order and other episodes. `demos generate` records every episode by this same replay
-(`record_replay`), so verify reproduces every one."""
+Every batch is replayed in a freshly built env. PhysX keeps state that no API exposes
+(re-inserting every entity does not remove it), so an env that has run other episodes can move
+the last bits of a contact, which a grasp amplifies. A fresh env of isolated envs
+(`PhysicsConfig.isolated`, which demonstration files store in their env kwargs) replays an
+episode bit-identically whatever the batch's size, order and other episodes. `demos generate`
+records every episode by this same replay (`record_replay`), so verify reproduces every one."""
 
 from __future__ import annotations
 
