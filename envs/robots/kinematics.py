@@ -106,9 +106,10 @@ class ChainKinematics:
                 cur_q = matrix_to_quat(t[:, :3, :3])
                 err_r = quat_to_axis_angle(quat_mul(goal_q, quat_conj(cur_q)))
                 err, j = torch.cat((err_p, err_r), 1), jac
-            if err.abs().max() < tol:
+            active = err.abs().max(1).values >= tol  # (N,) each env stops on its own: batching never changes a result
+            if not active.any():
                 break
             jjt = j @ j.transpose(1, 2) + lam2 * torch.eye(j.shape[1], dtype=torch.float64)
             dq = (j.transpose(1, 2) @ torch.linalg.solve(jjt, err[:, :, None]))[:, :, 0]
-            q = torch.minimum(torch.maximum(q + dq, self.lower), self.upper)
+            q = torch.where(active[:, None], torch.minimum(torch.maximum(q + dq, self.lower), self.upper), q)
         return q.to(q_init.dtype)
