@@ -33,6 +33,23 @@ class Drive:
 
 
 @dataclass(frozen=True)
+class LinkMaterial:
+    """A link's own contact material (ManiSkill's urdf_config: friction, restitution, and the
+    torsional-friction patch radii of its collision shapes)."""
+
+    static_friction: float
+    dynamic_friction: float
+    restitution: float
+    patch_radius: float = 0.0
+    min_patch_radius: float = 0.0
+
+    def physx(self):
+        import sapien
+
+        return sapien.physx.PhysxMaterial(self.static_friction, self.dynamic_friction, self.restitution)
+
+
+@dataclass(frozen=True)
 class RobotSpec:
     uid: str
     urdf: Path
@@ -53,6 +70,7 @@ class RobotSpec:
     family: str = ""  # the robot this one is a variant of (same arm and controllers): tasks that
     # support the family support it; empty: the uid itself
     cameras: tuple[CameraConfig, ...] = ()  # observation cameras the robot carries (mount: a link name)
+    link_materials: dict[str, LinkMaterial] = field(default_factory=dict)  # link name -> its contact material
 
     @cached_property
     def model(self) -> RobotModel:

@@ -5,7 +5,7 @@ agents/robots/panda/panda.py and panda_wristcam.py; kinematics from its panda_v2
 
 import math
 
-from envs.robots.base import ASSETS, Drive, RobotSpec, register_robot
+from envs.robots.base import ASSETS, Drive, LinkMaterial, RobotSpec, register_robot
 from envs.sensors.config import CameraConfig
 
 _PANDA = dict(
@@ -16,6 +16,10 @@ _PANDA = dict(
     gripper_drive=Drive(stiffness=1e3, damping=1e2, force_limit=100.0),
     # closed slightly past touching so a thin object still feels force; open at the 4 cm stroke
     gripper_limits=(-0.01, 0.04),
+    # ManiSkill's gripper material on both fingers
+    link_materials={
+        f"panda_{side}finger": LinkMaterial(2.0, 2.0, 0.0, patch_radius=0.1, min_patch_radius=0.1) for side in ("left", "right")
+    },
     keyframes={
         "rest": (0.0, math.pi / 8, 0.0, -5 * math.pi / 8, 0.0, 3 * math.pi / 4, math.pi / 4, 0.04, 0.04),
     },

@@ -62,10 +62,15 @@ def _rows() -> list[Row]:
         Row("panda_hand_tcp: offset from panda_hand", (0, 0, 0.1034), lambda: _joint("panda_hand_tcp_joint").origin.xyz, _URDF),
         Row("panda_hand: yaw from panda_link8", -math.pi / 4, lambda: _joint("panda_hand_joint").origin.rpy[2], _URDF, tol=1e-7),
         Row("link masses (link0..link7, hand, finger)", (0.629769, 4.970684, 0.646926, 3.228604, 3.587895, 1.225946, 1.666555, 0.735522, 0.73, 0.015),
-            lambda: _masses(), _URDF,
-            pending="masses rounded to 3 decimals; inertia tensors diagonal with COMs from Franka's data sheet, not ManiSkill's full tensors"),
-        Row("finger pads: static/dynamic friction, patch radius", (2.0, 2.0, 0.1), lambda: None, _AGENT,
-            pending="fingers use the scene's default material; ManiSkill's gripper material (friction 2, patch radius 0.1) is not applied"),
+            lambda: _masses(), _URDF),
+        Row("panda_link1: COM, inertia (ixx ixy ixz iyy iyz izz)",
+            ((0.003875, 0.002081, -0.04762), (0.70337, -0.000139, 0.006772, 0.70661, 0.019169, 0.009117)),
+            lambda: _inertia("panda_link1"), _URDF, tol=1e-6),
+        Row("panda_link3: COM, inertia (ixx ixy ixz iyy iyz izz)",
+            ((0.027518, 0.039252, -0.066502), (0.037242, -0.004761, -0.011396, 0.036155, -0.012805, 0.01083)),
+            lambda: _inertia("panda_link3"), _URDF, tol=1e-6),
+        Row("fingers: static, dynamic friction, restitution, patch radius, min patch radius", (2.0, 2.0, 0.0, 0.1, 0.1),
+            lambda: _finger_material(), _AGENT, tol=1e-6),
         Row("collision geometry", "meshes (franka_description)", lambda: "primitives (boxes, cylinders)", _URDF,
             deviation="we ship no ManiSkill assets: primitive collision shapes, kinematics held equal"),
     ]
@@ -77,6 +82,43 @@ def _wrist_mount():
     a = next(j for j in m.joints if j.name == "realsense_joint")
     b = next(j for j in m.joints if j.name == "camera_link_joint")
     return (a.origin.xyz, a.origin.rpy, b.origin.xyz)
+
+
+@cache
+def _live_panda():
+    import gymnasium as gym
+
+    import envs  # noqa: F401  (registers)
+
+    env = gym.make("PickCube-v1", num_envs=1)
+    env.reset(seed=0)
+    return env.unwrapped
+
+
+def _finger_material():
+    """Read back from the simulator: both fingers' collision shapes of the live robot."""
+    links = _live_panda().agent.group.links[0]
+    out = set()
+    for name in ("panda_leftfinger", "panda_rightfinger"):
+        for shape in links[name].get_collision_shapes():
+            m = shape.get_physical_material()
+            out.add((m.static_friction, m.dynamic_friction, m.restitution, shape.patch_radius, shape.min_patch_radius))
+    (only,) = out
+    return only
+
+
+def _inertia(name: str):
+    """COM and the full inertia tensor (from the simulator's principal moments and axes)."""
+    import numpy as np
+
+    link = _live_panda().agent.group.links[0][name]
+    cm = link.cmass_local_pose
+    w, x, y, z = cm.q
+    r = np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
+                  [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
+                  [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)]])
+    t = r @ np.diag(link.inertia) @ r.T
+    return (tuple(cm.p.tolist()), (t[0, 0], t[0, 1], t[0, 2], t[1, 1], t[1, 2], t[2, 2]))
 
 
 def _masses():
