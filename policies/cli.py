@@ -85,8 +85,11 @@ def _parse(cls: type, argv: list[str], **kwargs: Any) -> Any:
 
 
 def _train(argv: list[str]) -> int:
+    if argv[:1] in (["-h"], ["--help"]):
+        print(f"{USAGE}\n\npolicies: {', '.join(RUNS)}; `policies train KIND --help` lists every field of its config")
+        return 0
     if not argv or argv[0].startswith("-"):
-        raise ValueError(f"policies train needs a policy: {', '.join(RUNS)}" if argv[:1] != ["--help"] else USAGE)
+        raise ValueError(f"policies train needs a policy: {', '.join(RUNS)}")
     kind, rest = argv[0], argv[1:]
     config = None
     if "--config" in rest:
