@@ -112,7 +112,7 @@ def test_scripted_grasp_solves_both(make, pick_and_place):
     [
         ("PickCube-v1", ["panda", "panda"], "PickCube-v1 takes 1 robot(s); got robot_uids=['panda', 'panda']"),
         ("TwoRobotPickCube-v1", "panda", "TwoRobotPickCube-v1 takes 2 robot(s); got robot_uids='panda'"),
-        ("TwoRobotPickCube-v1", ["panda", "ur10"], "unknown robot 'ur10'; allowed: panda, ur5e"),
+        ("TwoRobotPickCube-v1", ["panda", "ur10"], "unknown robot 'ur10'; allowed: panda, panda_wristcam, ur5e"),
     ],
 )
 def test_wrong_robot_count_is_one_clear_error(make, env_id, robots, message):
