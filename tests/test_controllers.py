@@ -234,3 +234,16 @@ def test_zero_action_holds_the_arm(make, mode):
         env.step(_hold_action(base))
     assert (base.agent.tcp_pose[:, :3] - start[:, :3]).norm(dim=1).max() < 0.005
     assert np.isfinite(base.agent.qpos.numpy()).all()
+
+
+@pytest.mark.parametrize("mode", list(ControlMode))
+def test_controller_state_is_maniskills(make, mode):
+    """Target-based modes carry their targets as controller state (ManiSkill's get_state), others none."""
+    env, base = _env(make, mode.value)
+    state = base.controller.state()
+    if mode is ControlMode.PD_JOINT_TARGET_DELTA_POS:
+        assert torch.equal(state["arm"]["target_qpos"], base.agent.targets[:, base.agent.arm])
+    elif mode.from_target:
+        assert torch.equal(state["arm"]["target_pose"], base.controller.arm.target_pose)
+    else:
+        assert state == {}

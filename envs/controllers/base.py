@@ -74,6 +74,10 @@ class ArmController:
     def sync(self, env_idx: torch.Tensor) -> None:
         """Targets of envs `env_idx` from their drive targets (after a state was loaded)."""
 
+    def state(self) -> dict[str, torch.Tensor]:
+        """ManiSkill's controller state: the targets a `*_target_*` controller steps from, else {}."""
+        return {}
+
 
 class GripperController:
     """ManiSkill's PDJointPosMimicController for a parallel gripper: one normalised dim,
@@ -124,6 +128,12 @@ class Controller:
 
     def sync(self, env_idx: torch.Tensor) -> None:
         self.arm.sync(env_idx)
+
+    def state(self) -> dict[str, dict[str, torch.Tensor]]:
+        """As ManiSkill's agent/env state "controller" entry: {"arm": {...}} for the target-based
+        modes (`target_qpos` (N, 7) or `target_pose` (N, 7) in the root frame), else {}."""
+        arm = self.arm.state()
+        return {"arm": arm} if arm else {}
 
 
 class MultiController:

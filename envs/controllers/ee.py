@@ -70,6 +70,9 @@ class PDEETargetDeltaPos(PDEEDeltaPos):
     def _start(self) -> torch.Tensor:
         return self.target_pose
 
+    def state(self) -> dict[str, torch.Tensor]:
+        return {"target_pose": self.target_pose.clone()}
+
 
 class PDEEDeltaPose(PDEEDeltaPos):
     """pd_ee_delta_pose: [-1, 1]^6. Translation as pd_ee_delta_pos; rotation: the 3 dims are
@@ -104,6 +107,9 @@ class PDEETargetDeltaPose(PDEEDeltaPose):
 
     def _start(self) -> torch.Tensor:
         return self.target_pose
+
+    def state(self) -> dict[str, torch.Tensor]:
+        return {"target_pose": self.target_pose.clone()}
 
 
 class PDEEPose(PDEEDeltaPos):

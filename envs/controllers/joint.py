@@ -56,6 +56,9 @@ class PDJointTargetDeltaPos(PDJointDeltaPos):
     def _start(self) -> torch.Tensor:
         return self.agent.targets[:, self.agent.arm]
 
+    def state(self) -> dict[str, torch.Tensor]:
+        return {"target_qpos": self.agent.targets[:, self.agent.arm].clone()}
+
 
 class PDJointVel(ArmController):
     """pd_joint_vel: [-1, 1] -> [-joint_vel, joint_vel] rad/s velocity targets; the arm's drives
