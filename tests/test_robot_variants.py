@@ -26,3 +26,15 @@ def test_panda_wristcam_is_accepted_where_panda_is(make):
     assert "camera_link" in [link.name for link in base.agent.spec.model.links]
     with pytest.raises(ValueError, match="does not support robot"):
         make("PegInsertionSide-v1", num_envs=1, robot_uids="ur5e")
+
+
+def test_panda_wristcam_urdf_is_panda_plus_the_camera():
+    """The two URDFs stay one arm: every link and joint of panda's file is in panda_wristcam's, equal."""
+    from envs.robots import get_robot
+
+    arm, wrist = get_robot("panda").model, get_robot("panda_wristcam").model
+    wrist_joints = {j.name: j for j in wrist.joints}
+    wrist_links = {link.name: link for link in wrist.links}
+    assert all(wrist_joints[j.name] == j for j in arm.joints)
+    assert all(wrist_links[link.name] == link for link in arm.links)
+    assert set(wrist_joints) - {j.name for j in arm.joints} == {"realsense_joint", "camera_link_joint"}
