@@ -97,7 +97,7 @@ def _png(fig) -> str:
 def _figure(w: float, h: float):
     from matplotlib.figure import Figure  # no pyplot: no global figure state, no GUI backend
 
-    return Figure(figsize=(w, h), layout="constrained")
+    return Figure(figsize=(w, h))
 
 
 def _split(eps: list[EpisodeSummary], values) -> list[tuple[str, list]]:
@@ -142,7 +142,6 @@ def plot_action_sizes(eps: list[EpisodeSummary], dims: list[int], delta: bool) -
         ax.hist([v for _, v in groups], bins=40, stacked=True, color=[COLOURS[k] for k, _ in groups],
                 label=[f"{k} ({v.size} steps)" for k, v in groups])
         ax.legend()
-    ax.set_yscale("log")
     ax.set_xlabel(("|a_t|" if delta else "|a_t - a_(t-1)|") + " over the arm's action dims")
     ax.set_ylabel("steps")
     return _png(fig)
@@ -219,6 +218,12 @@ def camera_frames(episode: Episode) -> tuple[list[str], np.ndarray] | None:
     return list(paths), np.concatenate(padded, axis=2).astype(np.uint8)
 
 
+def _enlarge(frames: np.ndarray, height: int = 128) -> np.ndarray:
+    """Small frames (T, H, W, 3) repeated pixel by pixel up to about `height` rows."""
+    k = max(1, height // frames.shape[1])
+    return frames if k == 1 else frames.repeat(k, axis=1).repeat(k, axis=2)
+
+
 def _video(frames: np.ndarray, fps: int) -> str:
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "episode.webm"
@@ -230,8 +235,9 @@ def _strip(frames: np.ndarray) -> str:
     from PIL import Image
 
     idx = np.unique(np.linspace(0, len(frames) - 1, STRIP_FRAMES).round().astype(int))
+    frames = _enlarge(frames[idx])
     gap = np.full((frames.shape[1], 4, 3), 255, np.uint8)
-    row = np.concatenate([x for i in idx for x in (frames[i], gap)][:-1], axis=1)
+    row = np.concatenate([x for f in frames for x in (f, gap)][:-1], axis=1)
     buf = io.BytesIO()
     Image.fromarray(row).save(buf, format="PNG")
     return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode()
