@@ -72,11 +72,17 @@ def _export(args) -> int:
     from tqdm import tqdm
 
     from replay.lerobot import ExportConfig, export_lerobot
+    from replay.trajectory import read_meta
 
     cfg = ExportConfig(file=args.file, out=args.out, fps=args.fps, task=args.task, video=args.video,
                        cameras=args.camera, overwrite=args.overwrite)
-    with tqdm(unit="ep", desc="export", dynamic_ncols=True, disable=args.no_progress) as bar:
-        r = export_lerobot(cfg, bar.update)
+    total = len(read_meta(cfg.file)["episodes"])
+    try:
+        with tqdm(total=total, unit="ep", desc="export", dynamic_ncols=True, disable=args.no_progress) as bar:
+            r = export_lerobot(cfg, bar.update)
+    except KeyboardInterrupt:
+        print(f"interrupted: nothing written to {cfg.out}", file=sys.stderr)
+        return 130
     print(f"{r.out}: LeRobot v3.0 dataset, {r.episodes} episodes, {r.frames} frames at {r.fps} fps; features: {', '.join(r.features)}")
     if r.skipped:
         print(f"left out {r.skipped} episodes without actions")

@@ -57,6 +57,8 @@ class ExportConfig:
 
     def __post_init__(self) -> None:
         self.file, self.out = Path(self.file), Path(self.out)
+        if self.cameras is not None:
+            self.cameras = list(dict.fromkeys(self.cameras))  # a camera named twice is one feature
         if self.fps is not None and int(self.fps) < 1:
             raise ValueError(f"--fps must be a positive integer, got {self.fps}")
         if self.task is not None and not self.task.strip():
@@ -362,9 +364,10 @@ class _Exporter:
                 names = self.layout.names[key]
                 feats[key] = {"dtype": "float32", "shape": [len(names)], "names": names}
         for cam, path in self.layout.cameras.items():
-            h, w, c = get_path(first.obs, path).shape[1:]
-            if c != 3:
-                raise TrajectoryError(f"camera {cam}: rgb images have {c} channels, not 3")
+            rgb = get_path(first.obs, path)
+            if rgb.dtype != np.uint8 or rgb.ndim != 4 or rgb.shape[-1] != 3:
+                raise TrajectoryError(f"camera {cam}: rgb images are {rgb.dtype} {rgb.shape[1:]}, not uint8 (H, W, 3)")
+            h, w, _ = rgb.shape[1:]
             if self.video and (h % 2 or w % 2):
                 raise TrajectoryError(f"--video: camera {cam}'s {w} x {h} images need even sizes (yuv420p)")
             feats[f"observation.images.{cam}"] = {"dtype": "video" if self.video else "image", "shape": [h, w, 3],

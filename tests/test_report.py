@@ -11,7 +11,7 @@ from demos.cli import main
 from demos.report import arm_dims, build_report, pick_video_episodes, summarise
 from replay.trajectory import TrajectoryFile
 from tests.browser import Browser, chromium
-from tests.synthetic import H, LENGTHS, W, write_maniskill, write_ours
+from tests.synthetic import LENGTHS, H, W, write_maniskill, write_ours
 
 
 def sources(page: str) -> list[str]:
