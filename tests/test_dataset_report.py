@@ -1,4 +1,4 @@
-"""`demos report`: the page's content for our files and ManiSkill's, and, in headless Chromium,
+"""`demos report` (demos/report.py): the page's content for our files and ManiSkill's, and, in headless Chromium,
 that every image and video on it loads."""
 
 from __future__ import annotations
