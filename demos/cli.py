@@ -8,6 +8,7 @@
     demos info FILE
     demos verify FILE [--num-envs B] [--shuffle SEED]
     demos merge OUT IN [IN ...] [--overwrite]
+    demos report FILE [--out report.html] [--videos K]
 """
 
 from __future__ import annotations
@@ -79,6 +80,10 @@ def _parser() -> argparse.ArgumentParser:
     m.add_argument("out", type=Path)
     m.add_argument("inputs", type=Path, nargs="+")
     m.add_argument("--overwrite", action="store_true")
+    r = sub.add_parser("report", help="one self-contained HTML page to judge a demonstration file before training")
+    r.add_argument("file", type=Path)
+    r.add_argument("--out", type=Path, help="the page (default: beside FILE, NAME.report.html)")
+    r.add_argument("--videos", type=int, default=3, help="episodes shown as videos when the file has camera images (default 3)")
     return p
 
 
@@ -187,9 +192,19 @@ def _merge(args) -> int:
     return 0
 
 
+def _report(args) -> int:
+    from demos.report import build_report
+
+    if args.videos < 0:
+        raise ValueError(f"--videos must be >= 0, got {args.videos}")
+    out = build_report(args.file, args.out, args.videos)
+    print(f"{out}: report of {args.file} ({out.stat().st_size / 2**10:.0f} KiB)")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    commands = {"generate": _generate, "list": _list, "info": _info, "verify": _verify, "merge": _merge}
+    commands = {"generate": _generate, "list": _list, "info": _info, "verify": _verify, "merge": _merge, "report": _report}
     try:
         return commands[args.command](args)
     except (ValueError, OSError) as e:  # bad input; TrajectoryError is a ValueError
