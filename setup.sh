@@ -33,7 +33,7 @@ else
 fi
 if [ -n "$extras" ] && ! command -v chromium >/dev/null; then
   (apt-get update >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium >/dev/null) \
-    || { echo "setup.sh: installing chromium failed; tests/test_report.py needs it (apt-get install chromium, as root)" >&2; exit 1; }
-  echo "chromium installed (tests/test_report.py opens the dataset report in it)"
+    || { echo "setup.sh: installing chromium failed; tests/test_dataset_report.py needs it (apt-get install chromium, as root)" >&2; exit 1; }
+  echo "chromium installed (tests/test_dataset_report.py opens the dataset report in it)"
 fi
 echo "SkillForge is set up in .venv (torch $($py -c 'import torch; print(torch.__version__)'))"
