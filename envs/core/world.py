@@ -67,12 +67,13 @@ class _Cached:
 class ActorGroup(_Cached):
     """One rigid body per env (dynamic, kinematic or static)."""
 
-    def __init__(self, name: str, entities: list[sapien.Entity], offsets: torch.Tensor, clock: Clock):
+    def __init__(self, name: str, entities: list[sapien.Entity], offsets: torch.Tensor, clock: Clock, in_state: bool | None = None):
         super().__init__(clock)
         self.name = name
         self.entities = entities
         self.bodies = [e.find_component_by_type(sapien.physx.PhysxRigidBaseComponent) for e in entities]
         self.dynamic = isinstance(self.bodies[0], sapien.physx.PhysxRigidDynamicComponent)
+        self.in_state = self.dynamic if in_state is None else in_state  # part of the env state (see BatchedWorld.add_actor)
         self._offsets = offsets  # (N, 3)
 
     def pose(self) -> torch.Tensor:  # (N, 7) env-local
@@ -118,6 +119,15 @@ class ActorGroup(_Cached):
             self.bodies[i].enable()
 
     def set_state(self, state: torch.Tensor, env_idx: torch.Tensor | None = None) -> None:
+        """A static or kinematic actor already at the state's pose (as read) is left untouched:
+        writing back the float32 reading of a pose far from the origin can move it by a rounding
+        step, and a fixture such as the table would then shape the contacts after a restore."""
+        if not self.dynamic or all(b.kinematic for b in self.bodies):
+            rows = torch.arange(len(self.entities)) if env_idx is None else torch.as_tensor(env_idx, dtype=torch.long)
+            moved = (self.pose()[rows] != state[:, :7]).any(1)
+            if not moved.any():
+                return
+            state, env_idx = state[moved], rows[moved]
         self.set_pose(state[:, :7], env_idx)
         self.set_velocity(state[:, 7:13], env_idx)
 
@@ -245,15 +255,18 @@ class BatchedWorld:
     def world_pose(self, i: int, local: sapien.Pose) -> sapien.Pose:
         return sapien.Pose(local.p + self.offsets[i].numpy(), local.q)
 
-    def add_actor(self, name: str, build: Callable[[sapien.Scene, int], sapien.Entity], local_pose: sapien.Pose) -> ActorGroup:
+    def add_actor(
+        self, name: str, build: Callable[[sapien.Scene, int], sapien.Entity], local_pose: sapien.Pose, in_state: bool | None = None
+    ) -> ActorGroup:
         """`build(scene, i)` builds env i's entity in `scene` (env i's); it is then placed at
-        `local_pose` in env i."""
+        `local_pose` in env i. The env state holds every non-static actor, as ManiSkill's; with
+        `in_state` a static one too (a fixture ManiSkill builds kinematic, such as its table)."""
         entities = []
         for i in range(self.num_envs):
             entity = build(self.scenes[i], i)
             entity.set_pose(self.world_pose(i, local_pose))
             entities.append(entity)
-        group = ActorGroup(name, entities, self.offsets, self.clock)
+        group = ActorGroup(name, entities, self.offsets, self.clock, in_state)
         self.actors[name] = group
         return group
 
@@ -269,12 +282,13 @@ class BatchedWorld:
 
     def state_dict(self) -> dict[str, dict[str, torch.Tensor]]:
         """ManiSkill's sim state: "actors" holds every non-static actor's (N, 13) state (pose
-        p and wxyz q, linear and angular velocity; kinematic actors such as goal sites too),
+        p and wxyz q, linear and angular velocity; kinematic actors such as goal sites too, and
+        static ones added `in_state`),
         "articulations" every articulation's (N, 13 + 2 dof). "drive_targets" holds each
         articulation's (N, dof) joint position targets: ours, which ManiSkill's set_sim_state
         ignores, and what makes a restored state step exactly as the recorded one did."""
         return {
-            "actors": {n: a.state() for n, a in self.actors.items() if a.dynamic},
+            "actors": {n: a.state() for n, a in self.actors.items() if a.in_state},
             "articulations": {n: a.state() for n, a in self.articulations.items()},
             "drive_targets": {n: a.drive_targets() for n, a in self.articulations.items()},
         }
