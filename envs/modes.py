@@ -13,9 +13,9 @@ class ObsMode(enum.Enum):
     the images each camera gives (`textures`); `sensor_data` gives them all, `pointcloud` fuses
     them into one cloud per env."""
 
-    NONE = "none"
     STATE = "state"
     STATE_DICT = "state_dict"
+    NONE = "none"
     SENSOR_DATA = "sensor_data"
     RGB = "rgb"
     DEPTH = "depth"

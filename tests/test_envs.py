@@ -184,7 +184,7 @@ def test_truncation_at_max_episode_steps(make):
 @pytest.mark.parametrize(
     "kwargs, message",
     [
-        ({"obs_mode": "pixels"}, "unknown obs mode 'pixels'; allowed: none, state, state_dict"),
+        ({"obs_mode": "pixels"}, "unknown obs mode 'pixels'; allowed: state, state_dict, none, sensor_data, rgb"),
         ({"control_mode": "torque"}, "unknown control mode 'torque'; allowed: pd_joint_pos"),
         ({"robot_uids": "ur10"}, "unknown robot 'ur10'; allowed: panda, ur5e"),
         ({"sim_backend": "physx_cuda"}, "unknown sim backend 'physx_cuda'; allowed: physx_cpu"),

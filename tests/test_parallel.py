@@ -168,7 +168,7 @@ def test_max_episode_steps_reaches_the_workers(make):
 @pytest.mark.parametrize(
     "kwargs, error, message",
     [
-        ({"obs_mode": "pixels"}, ValueError, "unknown obs mode 'pixels'; allowed: none, state, state_dict"),
+        ({"obs_mode": "pixels"}, ValueError, "unknown obs mode 'pixels'; allowed: state, state_dict, none, sensor_data, rgb"),
         ({"num_workers": 3}, ValueError, r"num_workers must be in \[1, num_envs = 2\], got 3"),
         ({"num_workers": 0}, ValueError, r"num_workers must be in \[1, num_envs = 2\], got 0"),
     ],
