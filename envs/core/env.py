@@ -353,6 +353,7 @@ class BaseEnv(gym.Env):
                 from envs.sensors.viewer import HumanViewer
 
                 self._viewer = HumanViewer(self.world)
+            self.sensors.show_hidden(True)  # hidden from observation cameras only
             self._viewer.show()
             return None
         return self.sensors.render()

@@ -131,7 +131,7 @@ class Sensors:
                 scene.update_render()
             self._rendered_version = self.world.clock.version
 
-    def _show_hidden(self, visible: bool) -> None:
+    def show_hidden(self, visible: bool) -> None:
         """Observation cameras do not see `world.hidden`; render cameras do."""
         for name in self.world.hidden:
             for entity in self.world.actors[name].entities:
@@ -155,7 +155,7 @@ class Sensors:
     def observe(self, mode: ObsMode) -> dict[str, Any]:
         """The sensor_param, sensor_data (and pointcloud) part of a camera mode's observation
         (see the module docstring)."""
-        self._show_hidden(False)
+        self.show_hidden(False)
         if self.gpu is not None:
             if self._gpu_version != self.world.clock.version:
                 self.gpu.update()
@@ -199,7 +199,7 @@ class Sensors:
         if not cams:
             raise ValueError("this env has no camera to render with")
         cam = cams[uid] if uid is not None else next(iter(cams.values()))
-        self._show_hidden(True)
+        self.show_hidden(True)
         self._update_render()
         cam.take_picture()
         return camera.rgb_of(cam.read())
