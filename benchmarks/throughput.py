@@ -206,7 +206,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--cam-fov", type=float, help="vertical field of view of every observation camera (radians)")
     p.add_argument(
         "--torch-threads", type=int,
-        help="torch intra-op threads (default: torch's own). On a shared 2-core machine 1 was up to 7x faster: docs/PERFORMANCE.md",
+        help="torch intra-op threads (default: torch's own). On a shared 2-core machine 1 was up to 7x faster",
     )
     p.add_argument("--json", action="store_true", help="print one JSON line per env instead of text")
     args = p.parse_args(argv)

@@ -61,7 +61,7 @@ def _parser() -> argparse.ArgumentParser:
 def _convert(args) -> int:
     import torch
 
-    torch.set_num_threads(1)  # the env's torch work is small; a second thread only spins (docs/PERFORMANCE.md)
+    torch.set_num_threads(1)  # the env's torch work is small; a second thread only spins on a core the physics needs
     from tqdm import tqdm
 
     from replay.control import ActionNoise

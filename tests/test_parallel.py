@@ -100,7 +100,7 @@ def test_rollout_matches_in_process(make):
     scene, so which other envs share it can move the last bit of a resting cube's contact
     velocities (robots alone match exactly), and contacts can amplify that over many steps. For
     these seeds the runs are bit-identical; the test allows float32 rounding only, never more
-    (docs/PERFORMANCE.md has what other seeds and worker counts give)."""
+    (`python -m benchmarks.parallel_compare` shows what other seeds and worker counts give)."""
     one = make(num_envs=8)
     two = make(num_envs=8, num_workers=2)
     rng = np.random.default_rng(0)

@@ -40,7 +40,7 @@ N_DEMOS = 4
 @pytest.fixture(scope="module")
 def demos(tmp_path_factory) -> Path:
     """N_DEMOS PickCube demonstrations (pd_joint_pos). torch runs one thread meanwhile, as the
-    `replay` command does: the second only spins on a busy 2-core machine (docs/PERFORMANCE.md)."""
+    `replay` command does: the second only spins on a busy 2-core machine."""
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     out = tmp_path_factory.mktemp("replay") / "pick.h5"
