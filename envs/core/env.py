@@ -17,7 +17,7 @@ A task subclasses `BaseEnv` and fills in a few hooks over batched state: `_load_
 task tensors (such as a goal) that belong to the full state; `_default_sensor_configs` its
 cameras (by default a base camera plus the robot's own).
 
-Visual obs modes (rgb, depth, rgbd, pointcloud, segmentation) and render modes are served by
+Camera obs modes (sensor_data, rgb, depth, segmentation, rgbd, their "+" combinations, pointcloud) and render modes are served by
 `envs.sensors` (layout in envs/sensors/suite.py); only then is a render system made.
 
 A task without a robot (e.g. a cart-pole) sets `self.agent` (and `self.agents = [self.agent]`) to
