@@ -9,14 +9,23 @@ E = TypeVar("E", bound=enum.Enum)
 
 
 class ObsMode(enum.Enum):
-    NONE = "none"
+    """ManiSkill 3.0.1's observation modes (the names its BaseEnv documents). Camera modes name
+    the images each camera gives (`textures`); `sensor_data` gives them all, `pointcloud` fuses
+    them into one cloud per env."""
+
     STATE = "state"
     STATE_DICT = "state_dict"
+    NONE = "none"
+    SENSOR_DATA = "sensor_data"
     RGB = "rgb"
     DEPTH = "depth"
-    RGBD = "rgbd"
-    POINTCLOUD = "pointcloud"
     SEGMENTATION = "segmentation"
+    RGBD = "rgbd"
+    RGB_DEPTH = "rgb+depth"
+    RGB_DEPTH_SEGMENTATION = "rgb+depth+segmentation"
+    RGB_SEGMENTATION = "rgb+segmentation"
+    DEPTH_SEGMENTATION = "depth+segmentation"
+    POINTCLOUD = "pointcloud"
 
     @property
     def visual(self) -> bool:
@@ -29,6 +38,20 @@ class ObsMode(enum.Enum):
         the state modes only, as ManiSkill's `"state" in obs_mode`; camera modes see objects
         through their cameras alone."""
         return self in (ObsMode.STATE, ObsMode.STATE_DICT)
+
+    @property
+    def textures(self) -> tuple[str, ...]:
+        """The images each camera renders in this mode, as ManiSkill's obs-mode parser names them
+        ("position": camera-frame points, which `pointcloud` lifts to the env frame)."""
+        if self is ObsMode.SENSOR_DATA:
+            return ("rgb", "depth", "position", "segmentation")
+        if self is ObsMode.POINTCLOUD:
+            return ("rgb", "position", "segmentation")
+        if self is ObsMode.RGBD:
+            return ("rgb", "depth")
+        if not self.visual:
+            return ()
+        return tuple(t for t in ("rgb", "depth", "segmentation") if t in self.value.split("+"))
 
 
 class RenderMode(enum.Enum):

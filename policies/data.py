@@ -2,7 +2,7 @@
 episode-level seeded train/val split, and windows of observation histories and action chunks.
 
 Reads this project's trajectory files and ManiSkill-layout ones alike (traj_<i>/actions, traj_<i>/obs
-as a flat state dataset or a tree with agent/extra and cameras under `cameras/` or `sensor_data/`,
+as a flat state dataset or a tree with agent/extra and images under ManiSkill's `sensor_data/<camera>/`,
 a JSON sidecar with env_info). The HDF5 file is read through `replay.trajectory.TrajectoryFile`,
 which opens lazily in the process that reads (fork-safe).
 
@@ -71,11 +71,12 @@ def _leaves(tree: dict[str, Any], prefix: str = "") -> dict[str, Any]:
 
 def _state_leaves(obs: dict[str, Any]) -> dict[str, Any]:
     """Every non-camera leaf of an observation tree, by path (agent/qpos, extra/goal_pos, ...)."""
-    return _leaves({k: v for k, v in obs.items() if k not in ("cameras", "sensor_data", "sensor_param")})
+    return _leaves({k: v for k, v in obs.items() if k not in ("sensor_data", "sensor_param", "pointcloud")})
 
 
 def _camera_tree(obs: dict[str, Any]) -> dict[str, Any]:
-    return obs.get("cameras", obs.get("sensor_data", {}))
+    """Camera uid -> its images (sensor_data/<uid>/rgb, .../depth), as ManiSkill lays them out."""
+    return obs.get("sensor_data", {})
 
 
 def _paths(leaves: dict[str, Any], keys: tuple[str, ...]) -> tuple[str, ...]:

@@ -19,13 +19,15 @@ import argparse
 import sys
 from pathlib import Path
 
+from envs.modes import ObsMode
+
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="replay", description="Convert, split and subset trajectory files.")
     sub = p.add_subparsers(dest="command", required=True)
     c = sub.add_parser("convert", help="the same episodes in another obs and/or control mode")
     c.add_argument("file", type=Path, help="input trajectory .h5 (never modified)")
-    c.add_argument("--obs", help="obs mode: none, state, state_dict, rgb, depth, rgbd, pointcloud, segmentation (default: the input's)")
+    c.add_argument("--obs", help=f"obs mode: {', '.join(m.value for m in ObsMode)} (default: the input's)")
     c.add_argument("--control", help="control mode: pd_joint_pos, pd_joint_delta_pos, pd_ee_delta_pos, pd_ee_delta_pose, pd_ee_pose (default: the input's)")
     c.add_argument("--out", type=Path, help="output .h5 (default: FILE's name + .OBS.CONTROL.h5, beside it)")
     c.add_argument("--num-envs", type=int, help="episodes converted at once in one batched env (default 64; 16 for camera modes)")

@@ -221,9 +221,12 @@ class Converted:
 
 
 def reference_targets(episode: Episode, agent_name: str, arm: list[int], dof: int) -> np.ndarray:
-    """(T + 1, n_arm) arm drive targets recorded after each step (row 0: the initial ones)."""
-    art = episode.env_states["articulations"][agent_name]  # (T + 1, 13 + 3 dof)
-    return art[:, 13 + 2 * dof : 13 + 3 * dof][:, arm]
+    """(T + 1, n_arm) arm drive targets recorded after each step (row 0: the initial ones); a
+    state without drive targets (ManiSkill's) has them at qpos."""
+    targets = episode.env_states.get("drive_targets", {}).get(agent_name)  # (T + 1, dof)
+    if targets is None:
+        targets = episode.env_states["articulations"][agent_name][:, 13 : 13 + dof]
+    return targets[:, arm]
 
 
 def _to_numpy(tree):

@@ -150,11 +150,11 @@ def test_rgbd_obs_conversion_matches_stepped_rendering(demos, tmp_path, make):
     assert meta["env_info"]["env_kwargs"]["sensor_configs"] == {"width": 32, "height": 24}
     ep = TrajectoryFile(demos).episode(0)
     conv = TrajectoryFile(out).episode(0)
-    rgb = conv.obs["cameras"]["base_camera"]["rgb"]
+    rgb = conv.obs["sensor_data"]["base_camera"]["rgb"]
     assert rgb.shape == (ep.length + 1, 24, 32, 3) and rgb.dtype == np.uint8
-    assert conv.obs["cameras"]["base_camera"]["depth"].dtype == np.int16
+    assert conv.obs["sensor_data"]["base_camera"]["depth"].dtype == np.int16
     with h5py.File(out) as f:  # compressed, one chunk holds the whole episode (a band of rows)
-        d = f["traj_0/obs/cameras/base_camera/rgb"]
+        d = f["traj_0/obs/sensor_data/base_camera/rgb"]
         assert d.compression == "gzip" and d.chunks[0] == ep.length + 1
     # the same images as an env stepped with the recorded actions from the initial state
     env = make("PickCube-v1", num_envs=1, obs_mode="rgbd", control_mode="pd_joint_pos",
@@ -163,8 +163,8 @@ def test_rgbd_obs_conversion_matches_stepped_rendering(demos, tmp_path, make):
     env.set_state_dict({g: {k: torch.from_numpy(v[:1]) for k, v in d.items()} for g, d in ep.env_states.items()})
     for t in range(3):
         obs, *_ = env.step(torch.from_numpy(ep.actions[t : t + 1]))
-    np.testing.assert_array_equal(obs["cameras"]["base_camera"]["rgb"][0].numpy(), conv.obs["cameras"]["base_camera"]["rgb"][3])
-    np.testing.assert_array_equal(obs["cameras"]["base_camera"]["depth"][0].numpy(), conv.obs["cameras"]["base_camera"]["depth"][3])
+    np.testing.assert_array_equal(obs["sensor_data"]["base_camera"]["rgb"][0].numpy(), conv.obs["sensor_data"]["base_camera"]["rgb"][3])
+    np.testing.assert_array_equal(obs["sensor_data"]["base_camera"]["depth"][0].numpy(), conv.obs["sensor_data"]["base_camera"]["depth"][3])
 
 
 # ---- control conversion ---------------------------------------------------------------------------------
@@ -317,6 +317,25 @@ def test_cli_convert_and_split(demos, tmp_path, capsys):
     assert (tmp_path / "in.train.h5").is_file() and (tmp_path / "in.val.h5").is_file()
 
 
+def test_env_states_are_maniskills_and_restore_without_our_extras(demos, make):
+    """Stored env states carry ManiSkill's names and widths (format_version 2); the same states
+    without our drive targets (as a ManiSkill file holds them) restore the same scene."""
+    assert read_meta(demos)["format_version"] == 2
+    ep = TrajectoryFile(demos).episode(0)
+    env = make("PickCube-v1", num_envs=1, control_mode="pd_joint_pos").unwrapped
+    assert {k: v.shape[1] for k, v in ep.env_states["articulations"].items()} == {"panda": 13 + 2 * 9}
+    assert {"cube", "table-workspace"} <= set(ep.env_states["actors"]) and ep.env_states["drive_targets"]["panda"].shape[1] == 9
+    t = ep.length // 2
+    row = {g: {k: torch.from_numpy(v[t : t + 1]) for k, v in d.items()} for g, d in ep.env_states.items()}
+    env.reset(seed=ep.seed)
+    env.set_state_dict({g: row[g] for g in ("actors", "articulations")})
+    ours = env.get_state_dict()
+    for g in ("actors", "articulations"):
+        for k, v in row[g].items():
+            assert torch.equal(ours[g][k], v), k
+    assert torch.equal(ours["drive_targets"]["panda"], row["articulations"]["panda"][:, 13:22])
+
+
 # ---- bad input: one line on stderr, non-zero exit, nothing written ------------------------------------
 
 
@@ -336,8 +355,13 @@ def _bad_inputs(demos: Path, tmp: Path) -> dict[str, list[str]]:
     meta = read_meta(demos)
     meta["env_info"]["env_id"] = "NoSuchTask-v1"
     unregistered.with_suffix(".json").write_text(json.dumps(meta))
+    older = _copy(demos, tmp / "older.h5")
+    meta = read_meta(demos)
+    meta["format_version"] = 1  # env states of before ManiSkill's layout
+    older.with_suffix(".json").write_text(json.dumps(meta))
     good = str(_copy(demos, tmp / "good.h5"))
     return {
+        "older format": ["convert", str(older), "--obs", "state"],
         "no such file": ["convert", str(tmp / "absent.h5"), "--obs", "state"],
         "not a trajectory": ["convert", str(tmp / "notes.txt"), "--obs", "state"],
         "not hdf5": ["convert", str(tmp / "junk.h5"), "--obs", "state"],
@@ -444,17 +468,17 @@ def test_images_compressed_where_rendered_read_back_identical(tmp_path):
     from replay.trajectory import CompressedImages, _write_tree, precompress
 
     rng = np.random.default_rng(0)
-    tree = {"cameras": {"c": {"rgb": rng.integers(0, 255, (9, 24, 32, 3), dtype=np.uint8),
+    tree = {"sensor_data": {"c": {"rgb": rng.integers(0, 255, (9, 24, 32, 3), dtype=np.uint8),
                               "depth": rng.integers(0, 3000, (9, 24, 32, 1)).astype(np.int16)}},
-            "pointcloud": {"rgb": rng.integers(0, 255, (9, 40, 3), dtype=np.uint8), "xyz": rng.random((9, 40, 3)).astype(np.float32)},
+            "pointcloud": {"rgb": rng.integers(0, 255, (9, 40, 3), dtype=np.uint8), "xyzw": rng.random((9, 40, 4)).astype(np.float32)},
             "agent": {"qpos": rng.random((9, 4)).astype(np.float32)}}
     packed = precompress(tree)
-    assert isinstance(packed["cameras"]["c"]["depth"], CompressedImages) and isinstance(packed["agent"]["qpos"], np.ndarray)
+    assert isinstance(packed["sensor_data"]["c"]["depth"], CompressedImages) and isinstance(packed["agent"]["qpos"], np.ndarray)
     for name, t in (("plain", tree), ("packed", packed)):
         with h5py.File(tmp_path / f"{name}.h5", "w") as f:
             _write_tree(f.create_group("obs"), t, compress=True)
     with h5py.File(tmp_path / "plain.h5") as a, h5py.File(tmp_path / "packed.h5") as b:
-        for path in ("cameras/c/rgb", "cameras/c/depth", "pointcloud/rgb", "pointcloud/xyz", "agent/qpos"):
+        for path in ("sensor_data/c/rgb", "sensor_data/c/depth", "pointcloud/rgb", "pointcloud/xyzw", "agent/qpos"):
             x, y = a["obs"][path], b["obs"][path]
             assert np.array_equal(x[()], y[()]) and (x.chunks, x.compression, x.shuffle) == (y.chunks, y.compression, y.shuffle), path
     assert (tmp_path / "plain.h5").stat().st_size == (tmp_path / "packed.h5").stat().st_size

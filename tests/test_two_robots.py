@@ -56,8 +56,9 @@ def test_each_robot_follows_its_part_of_the_action(make):
 def test_state_dict_obs_has_one_entry_per_robot(make):
     env = make("TwoRobotPickCube-v1", num_envs=N, obs_mode="state_dict", robot_uids=("panda", "ur5e"))
     obs, _ = env.reset(seed=0)
-    assert set(obs["agent"]) == {"robot_0", "robot_1"}
-    assert obs["agent"]["robot_0"]["qpos"].shape == (N, 9) and obs["agent"]["robot_1"]["qpos"].shape == (N, 8)
+    assert list(obs["agent"]) == ["panda-0", "ur5e-1"]  # ManiSkill's multi-agent keys: <uid>-<k>
+    assert obs["agent"]["panda-0"]["qpos"].shape == (N, 9) and obs["agent"]["ur5e-1"]["qpos"].shape == (N, 8)
+    assert list(env.unwrapped.get_state_dict()["articulations"]) == ["panda-agent-0", "ur5e-agent-1"]
 
 
 def test_state_round_trip_restores_both_robots(make):
@@ -94,7 +95,7 @@ def test_robots_collide_with_each_other(make):
         tuple(sorted(b.entity.name.split("/")[0] for b in c.bodies))
         for c in base.world.scene.get_contacts()
     }
-    assert ("robot_0_0", "robot_1_0") in names
+    assert ("panda-agent-0_0", "panda-agent-1_0") in names
     gap = (base.agents[0].tcp_pose[:, :3] - base.agents[1].tcp_pose[:, :3]).norm(dim=1)
     assert (gap > 0.03).all()
 

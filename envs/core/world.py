@@ -135,12 +135,13 @@ class _Cached:
 class ActorGroup(_Cached):
     """One rigid body per env (dynamic, kinematic or static)."""
 
-    def __init__(self, name: str, entities: list[sapien.Entity], offsets: torch.Tensor, clock: Clock):
+    def __init__(self, name: str, entities: list[sapien.Entity], offsets: torch.Tensor, clock: Clock, in_state: bool | None = None):
         super().__init__(clock)
         self.name = name
         self.entities = entities
         self.bodies = [e.find_component_by_type(sapien.physx.PhysxRigidBaseComponent) for e in entities]
         self.dynamic = isinstance(self.bodies[0], sapien.physx.PhysxRigidDynamicComponent)
+        self.in_state = self.dynamic if in_state is None else in_state  # part of the env state (see BatchedWorld.add_actor)
         self._offsets = offsets  # (N, 3)
 
     def pose(self) -> torch.Tensor:  # (N, 7) env-local
@@ -186,6 +187,15 @@ class ActorGroup(_Cached):
             self.bodies[i].enable()
 
     def set_state(self, state: torch.Tensor, env_idx: torch.Tensor | None = None) -> None:
+        """A static or kinematic actor already at the state's pose (as read) is left untouched:
+        writing back the float32 reading of a pose far from the origin can move it by a rounding
+        step, and a fixture such as the table would then shape the contacts after a restore."""
+        if not self.dynamic or all(b.kinematic for b in self.bodies):
+            rows = torch.arange(len(self.entities)) if env_idx is None else torch.as_tensor(env_idx, dtype=torch.long)
+            moved = (self.pose()[rows] != state[:, :7]).any(1)
+            if not moved.any():
+                return
+            state, env_idx = state[moved], rows[moved]
         self.set_pose(state[:, :7], env_idx)
         self.set_velocity(state[:, 7:13], env_idx)
 
@@ -257,16 +267,25 @@ class ArticulationGroup(_Cached):
         return _env_local(pose_rows(ls[link].get_entity_pose() for ls in self.links), self._offsets)
 
     def state(self) -> torch.Tensor:
-        """(N, 13 + 3 dof): root pose (7), root velocity (6), qpos, qvel, drive targets."""
-        return torch.cat(
-            (self.root_pose(), torch.zeros(len(self.articulations), 6), self.qpos(), self.qvel(), self.drive_targets()), 1
-        )
+        """(N, 13 + 2 dof) as ManiSkill's Articulation.get_state: root pose (p, q wxyz), root
+        linear and angular velocity, qpos, qvel. Roots are fixed, so their velocity is zero."""
+        return torch.cat((self.root_pose(), torch.zeros(len(self.articulations), 6), self.qpos(), self.qvel()), 1)
+
+    def set_root_pose(self, pose: torch.Tensor, env_idx: torch.Tensor | None = None) -> None:
+        """pose: (len(env_idx), 7) env-local."""
+        self._clock.tick()
+        pose = pose.detach().cpu().double().numpy()
+        for k, i in enumerate(_idx(env_idx, len(self.articulations))):
+            self.articulations[i].set_root_pose(sapien.Pose(pose[k, :3] + self._offsets[i].double().numpy(), pose[k, 3:]))
 
     def set_state(self, state: torch.Tensor, env_idx: torch.Tensor | None = None) -> None:
+        """state: (len(env_idx), 13 + 2 dof) as `state` gives it. Drive targets are not part of it."""
         d = self.dof
+        if state.shape[1] != 13 + 2 * d:
+            raise ValueError(f"articulation {self.name}: state has {state.shape[1]} columns; expected 13 + 2 * {d} dof")
+        self.set_root_pose(state[:, :7], env_idx)
         self.set_qpos(state[:, 13 : 13 + d], env_idx)
         self.set_qvel(state[:, 13 + d : 13 + 2 * d], env_idx)
-        self.set_drive_targets(state[:, 13 + 2 * d : 13 + 3 * d], env_idx)
 
 
 class BatchedWorld:
@@ -316,15 +335,18 @@ class BatchedWorld:
     def world_pose(self, i: int, local: sapien.Pose) -> sapien.Pose:
         return sapien.Pose(local.p + self.offsets[i].numpy(), local.q)
 
-    def add_actor(self, name: str, build: Callable[[sapien.Scene, int], sapien.Entity], local_pose: sapien.Pose) -> ActorGroup:
+    def add_actor(
+        self, name: str, build: Callable[[sapien.Scene, int], sapien.Entity], local_pose: sapien.Pose, in_state: bool | None = None
+    ) -> ActorGroup:
         """`build(scene, i)` builds env i's entity in `scene` (env i's); it is then placed at
-        `local_pose` in env i."""
+        `local_pose` in env i. The env state holds every non-static actor, as ManiSkill's; with
+        `in_state` a static one too (a fixture ManiSkill builds kinematic, such as its table)."""
         entities = []
         for i in range(self.num_envs):
             entity = build(self.scenes[i], i)
             entity.set_pose(self.world_pose(i, local_pose))
             entities.append(entity)
-        group = ActorGroup(name, entities, self.offsets, self.clock)
+        group = ActorGroup(name, entities, self.offsets, self.clock, in_state)
         self.actors[name] = group
         return group
 
@@ -340,21 +362,39 @@ class BatchedWorld:
         self.clock.tick()
 
     def state_dict(self) -> dict[str, dict[str, torch.Tensor]]:
-        """Every dynamic actor's (N, 13) and every articulation's (N, 13 + 3 dof) state."""
+        """ManiSkill's sim state: "actors" holds every non-static actor's (N, 13) state (pose
+        p and wxyz q, linear and angular velocity; kinematic actors such as goal sites too, and
+        static ones added `in_state`),
+        "articulations" every articulation's (N, 13 + 2 dof). "drive_targets" holds each
+        articulation's (N, dof) joint position targets: ours, which ManiSkill's set_sim_state
+        ignores, and what makes a restored state step exactly as the recorded one did."""
         return {
-            "actors": {n: a.state() for n, a in self.actors.items() if a.dynamic},
+            "actors": {n: a.state() for n, a in self.actors.items() if a.in_state},
             "articulations": {n: a.state() for n, a in self.articulations.items()},
+            "drive_targets": {n: a.drive_targets() for n, a in self.articulations.items()},
         }
 
     def set_state_dict(self, state: dict[str, dict[str, torch.Tensor]], env_idx: torch.Tensor | None = None) -> None:
-        """Every actor, static ones too, is first re-inserted into the PhysX scene. PhysX keeps
+        """Restore what `state_dict` gives; other top-level groups are ignored, and an
+        articulation without "drive_targets" (a ManiSkill state) gets its targets at its qpos.
+
+        Every actor, static ones too, is first re-inserted into the PhysX scene. PhysX keeps
         per-pair contact caches that no API exposes, so without this the history being
         overwritten shapes the steps after a restore (cubes resting on the table, an arm
         scraping the table, replayed differently depending on what ran before). Articulations
         never touch each other, so every pair involves an actor and all caches go."""
+        for group, known in (("actors", self.actors), ("articulations", self.articulations)):
+            unknown = sorted(set(state.get(group, {})) - set(known))
+            if unknown:
+                raise ValueError(f"state names {group} {', '.join(unknown)} this env does not have; it has: {', '.join(known)}")
         for group in self.actors.values():
             group.reinsert(env_idx)
-        for n, s in state["actors"].items():
-            self.actors[n].set_state(s, env_idx)
-        for n, s in state["articulations"].items():
-            self.articulations[n].set_state(s, env_idx)
+        for n, s in state.get("actors", {}).items():
+            self.actors[n].set_state(torch.as_tensor(s, dtype=torch.float32), env_idx)
+        targets = state.get("drive_targets", {})
+        for n, s in state.get("articulations", {}).items():
+            art = self.articulations[n]
+            s = torch.as_tensor(s, dtype=torch.float32)
+            art.set_state(s, env_idx)
+            t = targets.get(n)
+            art.set_drive_targets(torch.as_tensor(t, dtype=torch.float32) if t is not None else s[:, 13 : 13 + art.dof], env_idx)

@@ -34,7 +34,10 @@ def _material(color: Color) -> sapien.render.RenderMaterial:
 
 
 def build_table(world: BatchedWorld) -> ActorGroup:
-    """The table (top at z = 0) and, under it, the env's floor."""
+    """The table (top at z = 0) and, under it, the env's floor, named "table-workspace" as
+    ManiSkill's table scene names it. ManiSkill builds it kinematic, which puts it in the env
+    state; ours is static (a kinematic table made restored states replay differently in
+    SAPIEN's CPU PhysX) and is put in the env state alike."""
 
     def build(scene: sapien.Scene, i: int) -> sapien.Entity:
         b = scene.create_actor_builder()
@@ -44,9 +47,9 @@ def build_table(world: BatchedWorld) -> ActorGroup:
         if world.visual:
             b.add_box_visual(half_size=list(TABLE_HALF), material=_material((0.55, 0.42, 0.3, 1)))
             b.add_box_visual(floor, half_size=list(FLOOR_HALF), material=_material((0.4, 0.4, 0.42, 1)))
-        return b.build_static(name=f"table_{i}")
+        return b.build_static(name=f"table-workspace_{i}")
 
-    return world.add_actor("table", build, sapien.Pose([0, 0, -TABLE_HALF[2]]))
+    return world.add_actor("table-workspace", build, sapien.Pose([0, 0, -TABLE_HALF[2]]), in_state=True)
 
 
 @dataclass(frozen=True)
