@@ -3,6 +3,7 @@
     demos generate TASK --n N [--out PATH] [--seed S] [--num-envs B] [--workers W]
                    [--control-mode pd_joint_pos] [--obs-mode none|state]
                    [--only-success | --keep-failures] [--resume | --overwrite] [--shard i/K]
+                   [--executor local|ray [--address ADDR]]
     demos list
     demos info FILE
     demos verify FILE [--num-envs B]
@@ -33,6 +34,12 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"error: {self.prog}: {message} (see --help)\n")
 
 
+def _executor_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--executor", default="local", help="local (worker processes on this machine, default) or ray "
+                                                       '(Ray actors on a cluster; pip install -e ".[ray]")')
+    p.add_argument("--address", help="the Ray cluster to join, e.g. HEAD:6379 (default: a local Ray started for the run)")
+
+
 def _parser() -> argparse.ArgumentParser:
     p = _Parser(prog="demos", description="Motion-planned demonstrations stored as HDF5.")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
@@ -42,7 +49,8 @@ def _parser() -> argparse.ArgumentParser:
     g.add_argument("--out", type=Path, help="output .h5 (default out/TASK.motionplanning.CONTROL.h5)")
     g.add_argument("--seed", type=int, default=0, help="first seed")
     g.add_argument("--num-envs", type=int, default=16, help="envs run together in one batch")
-    g.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="planner processes")
+    g.add_argument("--workers", type=int, help="generation workers, each with its env and planner (default: one per "
+                                               "CPU of this machine, or of the Ray cluster)")
     g.add_argument("--control-mode", default="pd_joint_pos")
     g.add_argument("--obs-mode", default="none", help="none or state (render images later with replay convert)")
     g.add_argument("--robot-uids", default="panda")
@@ -59,6 +67,7 @@ def _parser() -> argparse.ArgumentParser:
     mode.add_argument("--resume", action="store_true", help="continue an interrupted run's file")
     mode.add_argument("--overwrite", action="store_true", help="replace an existing file")
     g.add_argument("--shard", type=_shard, default=(0, 1), help="i/K: this machine's part of the seed space")
+    _executor_args(g)
     sub.add_parser("list", help="tasks with a solution and their robots")
     i = sub.add_parser("info", help="summary of a demonstration file")
     i.add_argument("file", type=Path)
@@ -78,7 +87,9 @@ def _generate(args) -> int:
     from demos.generate import GenerateConfig, generate, pending_path
 
     cfg = GenerateConfig(
-        task=args.task, n=args.n, out=args.out, seed=args.seed, num_envs=args.num_envs, workers=args.workers,
+        task=args.task, n=args.n, out=args.out, seed=args.seed, num_envs=args.num_envs,
+        workers=args.workers if args.workers is not None or args.executor == "ray" else os.cpu_count() or 1,
+        executor=args.executor, address=args.address,
         control_mode=args.control_mode, obs_mode=args.obs_mode, robot_uids=args.robot_uids,
         only_success=args.only_success, resume=args.resume, overwrite=args.overwrite, shard=args.shard,
         hold=args.hold, speed=args.speed,
@@ -91,7 +102,8 @@ def _generate(args) -> int:
         bar = bars[0]
         bar.n = p.saved
         rate = p.successes / max(p.attempts, 1)
-        bar.set_postfix_str(f"success {rate:.1%}, {(p.saved - p.resumed_from) / max(p.elapsed, 1e-9):.2f} demos/s", refresh=True)
+        retried = f", {p.retried} batches retried" if p.retried else ""
+        bar.set_postfix_str(f"success {rate:.1%}, {(p.saved - p.resumed_from) / max(p.elapsed, 1e-9):.2f} demos/s{retried}", refresh=True)
 
     try:
         p = generate(cfg, update)
@@ -109,6 +121,8 @@ def _generate(args) -> int:
     print(
         f"{cfg.env_id}: {p.saved} demos in {cfg.out} ({made} new) | {p.attempts} attempts, "
         f"{p.successes / max(p.attempts, 1):.1%} success, {p.elapsed:.1f} s, {made / max(p.elapsed, 1e-9):.2f} demos/s"
+        + (f" | {p.retried} batches retried after a worker was lost" if p.retried else "")
+        + (f", {p.lost} given up (counted as failed attempts)" if p.lost else "")
     )
     return 0
 

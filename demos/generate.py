@@ -22,8 +22,9 @@ from pathlib import Path
 from typing import Callable
 
 from demos.solutions import solution_for
-from demos.workers import GenerationWorkers, WorkerSpec
+from demos.workers import GenerationJob
 from envs.core.registry import TASKS, check_env_id
+from envs.executor import Lost, make_pool, parse_executor
 from envs.modes import ControlMode, ObsMode, parse_mode
 from replay.trajectory import TrajectoryWriter, parts_dir, read_meta, sidecar_path
 
@@ -35,7 +36,7 @@ class GenerateConfig:
     out: Path | None = None
     seed: int = 0
     num_envs: int = 16
-    workers: int = 2
+    workers: int | None = 2  # None: one per CPU (of this machine, or of the Ray cluster)
     control_mode: str = "pd_joint_pos"
     obs_mode: str = "none"
     robot_uids: str = "panda"
@@ -45,6 +46,8 @@ class GenerateConfig:
     shard: tuple[int, int] = (0, 1)
     hold: int = 1
     speed: float = 1.0
+    executor: str = "local"  # local processes or ray (envs/executor.py)
+    address: str | None = None  # the Ray cluster's address (default: a local Ray started for the run)
 
     def __post_init__(self) -> None:
         self.env_id = check_env_id(self.task)
@@ -53,8 +56,9 @@ class GenerateConfig:
             raise ValueError(f"{self.env_id}'s solution supports robots: {', '.join(self.solution.robots)}")
         if self.n <= 0:
             raise ValueError(f"--n must be a positive number of demonstrations, got {self.n}")
-        if self.num_envs <= 0 or self.workers <= 0:
+        if self.num_envs <= 0 or (self.workers is not None and self.workers <= 0):
             raise ValueError("--num-envs and --workers must be positive")
+        self.executor_kind = parse_executor(self.executor, self.address)
         if self.hold < 1:
             raise ValueError(f"--hold must be at least 1 step, got {self.hold}")
         if not 0.05 <= self.speed <= 1.0:
@@ -171,12 +175,15 @@ class Progress:
     successes: int
     elapsed: float
     resumed_from: int = 0  # episodes in the file when this run started
+    retried: int = 0  # batches run again because their worker died (a lost process or node)
+    lost: int = 0  # batches given up after their workers died too often (counted as failed attempts)
 
 
 def generate(cfg: GenerateConfig, on_progress: Callable[[Progress], None] | None = None) -> Progress:
     """Runs until cfg.n episodes are in cfg.out; returns the counts of this run. Batches of
-    num_envs attempts go to the workers; results are committed in attempt order, one commit per
-    batch. The file is opened before the workers start, so a file problem shows at once."""
+    num_envs attempts go to the workers (local processes or Ray actors); results are committed in
+    attempt order, one commit per batch, so the file does not depend on which worker was first.
+    The file is opened before the workers start, so a file problem shows at once."""
     target, resume = _target(cfg)
     if resume:
         _check_resumable(cfg, target)
@@ -192,9 +199,9 @@ def generate(cfg: GenerateConfig, on_progress: Callable[[Progress], None] | None
     workers = None
     complete = False
     try:
-        spec = WorkerSpec(cfg.env_id, cfg.env_kwargs, cfg.num_envs, cfg.robot_uids, cfg.obs_mode == "state", cfg.hold, cfg.speed)
+        job = GenerationJob(cfg.env_id, cfg.env_kwargs, cfg.num_envs, cfg.robot_uids, cfg.obs_mode == "state", cfg.hold, cfg.speed)
         start = time.perf_counter()
-        workers = GenerationWorkers(spec, cfg.workers)
+        workers = make_pool(cfg.executor_kind, job, cfg.workers, address=cfg.address)
         next_attempt = max((e["info"]["attempt"] + 1 for e in writer.meta["episodes"]), default=0)
         progress = Progress(writer.num_episodes, 0, 0, 0.0, resumed_from=writer.num_episodes)
         failures: Counter[str] = Counter()  # failure reasons, numbers blanked: "solution took # steps > ..."
@@ -208,15 +215,18 @@ def generate(cfg: GenerateConfig, on_progress: Callable[[Progress], None] | None
                 next_batch += 1
             batch, outcomes = workers.next_result()
             done[batch] = outcomes
+            progress.retried = workers.retried
             while commit_batch in done and writer.num_episodes < cfg.n:
                 outcomes = done.pop(commit_batch)
                 first = next_attempt + commit_batch * cfg.num_envs
                 commit_batch += 1
                 progress.attempts += cfg.num_envs
-                if outcomes is None:  # the worker crashed: the whole batch failed
-                    failures["a generation worker crashed"] += cfg.num_envs
-                    example.setdefault("a generation worker crashed", "a generation worker crashed")
-                for b, o in enumerate(outcomes or []):
+                if isinstance(outcomes, Lost):  # its workers kept dying: the whole batch failed
+                    progress.lost += 1
+                    failures[outcomes.reason] += cfg.num_envs
+                    example.setdefault(outcomes.reason, outcomes.reason)
+                    outcomes = []
+                for b, o in enumerate(outcomes):
                     progress.successes += int(o.success)
                     if not o.success:
                         kind = re.sub(r"\d+(\.\d+)?", "#", o.reason)

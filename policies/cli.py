@@ -23,7 +23,7 @@ import tyro
 from policies.config import RUNS, load_run
 
 USAGE = """usage: policies train {bc,diffusion} --data FILE.h5 [--config FILE.yaml] [--section.key VALUE ...]
-       policies eval CHECKPOINT [--episodes N] [--num-envs N] [--video DIR]
+       policies eval CHECKPOINT [--episodes N] [--num-envs N] [--video DIR] [--executor ray [--address ADDR]]
        policies {train KIND,eval} --help"""
 
 
@@ -50,12 +50,24 @@ class EvalArgs:
     """torch device of the policy: auto (cuda when available), cpu, cuda, cuda:1, ..."""
     json: str = ""
     """also write the results to this JSON file"""
+    executor: str = "local"
+    """local (this process and its num_workers env processes) or ray (Ray actors, each with an env of
+    num_envs and its copy of the policy; pip install -e ".[ray]")"""
+    address: str = ""
+    """the Ray cluster to join, e.g. HEAD:6379 (empty: a local Ray started for the run)"""
+    workers: int = 0
+    """Ray actors (0: one per CPU of the cluster, per render slot for camera policies)"""
 
     def __post_init__(self) -> None:
         if self.episodes <= 0 or self.num_envs <= 0 or self.num_workers <= 0:
             raise ValueError("--episodes, --num-envs and --num-workers must be > 0")
         if self.action_horizon < 0:
             raise ValueError(f"--action-horizon must be >= 0, got {self.action_horizon}")
+        if self.workers < 0:
+            raise ValueError(f"--workers must be >= 0, got {self.workers}")
+        from envs.executor import parse_executor
+
+        parse_executor(self.executor, self.address or None)
 
 
 def _parse(cls: type, argv: list[str], **kwargs: Any) -> Any:
@@ -85,8 +97,11 @@ def _parse(cls: type, argv: list[str], **kwargs: Any) -> Any:
 
 
 def _train(argv: list[str]) -> int:
+    if argv[:1] in (["-h"], ["--help"]):
+        print(f"{USAGE}\n\npolicies: {', '.join(RUNS)}; `policies train KIND --help` lists every field of its config")
+        return 0
     if not argv or argv[0].startswith("-"):
-        raise ValueError(f"policies train needs a policy: {', '.join(RUNS)}" if argv[:1] != ["--help"] else USAGE)
+        raise ValueError(f"policies train needs a policy: {', '.join(RUNS)}")
     kind, rest = argv[0], argv[1:]
     config = None
     if "--config" in rest:
@@ -117,7 +132,7 @@ def _eval(argv: list[str]) -> int:
     if args.action_horizon:  # the policy config validates it against the checkpoint's horizons
         policy.cfg = dataclasses.replace(policy.cfg, action_horizon=args.action_horizon)
     result = evaluate(policy, module.env, args.episodes, args.num_envs, args.num_workers, args.seed,
-                      args.max_episode_steps, args.video or None)
+                      args.max_episode_steps, args.video or None, args.executor, args.address or None, args.workers or None)
     result.update(checkpoint=args.checkpoint, env_id=module.env["env_id"], obs_mode=module.spec.obs_mode,
                   control_mode=module.env["control_mode"], policy=module.run_cfg.kind.value,
                   action_horizon=policy.cfg.action_horizon)

@@ -180,6 +180,9 @@ class TrainConfig:
     """devices (GPUs, or CPU processes with accelerator cpu)"""
     strategy: Annotated[str, tyro.conf.arg(aliases=("--strategy",))] = "auto"
     """Lightning strategy: auto, ddp, ddp_spawn, ..."""
+    num_nodes: Annotated[int, tyro.conf.arg(aliases=("--num-nodes",))] = 1
+    """machines training together (Lightning's multi-node DDP: run the same command on every node, with
+    MASTER_ADDR, MASTER_PORT, NODE_RANK set, or under SLURM or torchrun)"""
     seed: int = 0
     """seed of weights, sampling and noise"""
     out: str = "runs"
@@ -192,7 +195,7 @@ class TrainConfig:
     """show a progress bar"""
 
     def __post_init__(self) -> None:
-        _positive(self, "max_steps", "batch_size", "val_every", "val_batches", "devices")
+        _positive(self, "max_steps", "batch_size", "val_every", "val_batches", "devices", "num_nodes")
         _check(self.max_minutes >= 0, f"train.max_minutes must be >= 0, got {self.max_minutes}")
         precisions = ("auto", "32-true", "bf16-mixed", "16-mixed", "64-true")
         _check(self.precision in precisions, f"train.precision {self.precision!r}; allowed: {', '.join(precisions)}")

@@ -126,6 +126,7 @@ def train(run: RunConfig, callbacks: Sequence[L.Callback] = ()) -> dict[str, Any
     with _quiet_lightning():
         trainer = L.Trainer(
             accelerator=run.train.accelerator, devices=run.train.devices, strategy=run.train.strategy,
+            num_nodes=run.train.num_nodes,
             precision=_precision(run), max_steps=run.train.max_steps,
             max_time=timedelta(minutes=run.train.max_minutes) if run.train.max_minutes else None,
             logger=[CSVLogger(out, name="", version=""), TensorBoardLogger(out, name="tb", version="", default_hp_metric=False)],

@@ -2,7 +2,7 @@
 
     replay convert FILE [--obs MODE] [--control MODE] [--out PATH] [--num-envs B] [--workers W]
                    [--count K] [--use-env-states] [--allow-failure] [--cam-width W --cam-height H]
-                   [--overwrite]
+                   [--overwrite | --resume] [--executor local|ray [--address ADDR]]
     replay split FILE --val 0.1 [--seed 0] [--out-dir DIR]
     replay subset FILE OUT [--count K] [--success-only]
     replay merge OUT IN [IN ...]
@@ -27,7 +27,8 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("--control", help="control mode: pd_joint_pos, pd_joint_delta_pos, pd_ee_delta_pos, pd_ee_delta_pose, pd_ee_pose (default: the input's)")
     c.add_argument("--out", type=Path, help="output .h5 (default: FILE's name + .OBS.CONTROL.h5, beside it)")
     c.add_argument("--num-envs", type=int, help="episodes converted at once in one batched env (default 64; 16 for camera modes)")
-    c.add_argument("--workers", type=int, default=1, help="worker processes, each converting batches (default 1)")
+    c.add_argument("--workers", type=int, help="workers, each converting batches (default 1; with --executor ray, "
+                                               "one per CPU of the cluster)")
     c.add_argument("--count", type=int, help="convert only the first K episodes")
     c.add_argument("--use-env-states", action="store_true", help="obs-only conversion: trust the recorded states, skip checking that the actions replay to success")
     c.add_argument("--allow-failure", action="store_true", help="also write episodes whose conversion failed (marked unsuccessful)")
@@ -38,8 +39,12 @@ def _parser() -> argparse.ArgumentParser:
                         "(target mode's action units, arm only) and keep the noise-free corrective actions as "
                         "expert_actions, which policies train on (default 0: none)")
     c.add_argument("--noise-seed", type=int, default=0, help="seed of --action-noise (default 0)")
-    c.add_argument("--overwrite", action="store_true", help="replace an existing output")
+    c.add_argument("--overwrite", action="store_true", help="replace an existing output (or an interrupted one's OUT.part.h5)")
+    c.add_argument("--resume", action="store_true", help="continue an interrupted conversion (its OUT.part.h5)")
     c.add_argument("--no-progress", action="store_true", help="no progress bar")
+    c.add_argument("--executor", default="local", help="local (worker processes on this machine, default) or ray "
+                                                       '(Ray actors on a cluster; pip install -e ".[ray]")')
+    c.add_argument("--address", help="the Ray cluster to join, e.g. HEAD:6379 (default: a local Ray started for the run)")
     s = sub.add_parser("split", help="episode-level train/val files FILE.train.h5 and FILE.val.h5")
     s.add_argument("file", type=Path)
     s.add_argument("--val", type=float, required=True, help="fraction of episodes for validation, e.g. 0.1")
@@ -59,7 +64,7 @@ def _parser() -> argparse.ArgumentParser:
 def _convert(args) -> int:
     import torch
 
-    torch.set_num_threads(1)  # the env's torch work is small; a second thread only spins (docs/PERFORMANCE.md)
+    torch.set_num_threads(1)  # the env's torch work is small; a second thread only spins on a core the physics needs
     from tqdm import tqdm
 
     from replay.control import ActionNoise
@@ -70,10 +75,17 @@ def _convert(args) -> int:
         workers=args.workers, count=args.count, use_env_states=args.use_env_states,
         allow_failure=args.allow_failure, cam_width=args.cam_width, cam_height=args.cam_height,
         overwrite=args.overwrite, noise=ActionNoise(args.action_noise, seed=args.noise_seed),
+        executor=args.executor, address=args.address, resume=args.resume,
     )
     what = f"{cfg.env_id} {cfg.source_obs.value}/{cfg.source_control.value} -> {cfg.obs_mode.value}/{cfg.control_mode.value}"
     bar = tqdm(total=len(cfg.episode_ids), unit="ep", desc=what, dynamic_ncols=True, disable=args.no_progress)
-    report = run(cfg, bar.update)
+    try:
+        report = run(cfg, bar.update)
+    except KeyboardInterrupt:
+        bar.close()
+        where = f"committed episodes are in {cfg.part}; continue with --resume" if cfg.part.exists() else "nothing was committed"
+        print(f"interrupted: {where}", file=sys.stderr)
+        return 130
     bar.close()
     for line in report.lines():
         print(line)

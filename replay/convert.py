@@ -1,6 +1,7 @@
 """`replay convert`: a trajectory file in another observation and/or control mode.
 
-Pipeline, per batch of B episodes (in this process, or spread over W worker processes):
+Pipeline, per batch of B episodes (in this process, or spread over W workers: local processes or
+Ray actors, envs/executor.py):
 
 1. control conversion (when the control mode changes): the closed loop of replay/control.py in
    a batched env of the target mode. An episode whose converted run ends without success
@@ -12,17 +13,16 @@ Pipeline, per batch of B episodes (in this process, or spread over W worker proc
 3. observations (when an obs mode other than none is asked for): every state of the
    (converted) episode is restored and observed (replay/observe.py).
 
-The input is never opened for writing. The output is written under a temporary name and
-renamed when complete; its sidecar records what it was converted from.
+The input is never opened for writing. The output is written as OUT.part.h5, committed as batches
+land, and renamed to OUT when complete; its sidecar records what it was converted from. An
+interrupted conversion leaves OUT.part.h5, which `resume` continues after its last episode.
 """
 
 from __future__ import annotations
 
 import json
 import math
-import multiprocessing as mp
 import time
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator
@@ -30,6 +30,7 @@ from typing import Any, Callable, Iterator
 import h5py
 
 from envs.core.registry import check_env_id
+from envs.executor import Executor, Lost, make_pool, parse_executor
 from envs.modes import ControlMode, ObsMode, parse_mode
 from replay.control import CONVERTIBLE, ActionNoise, ConvertLimits
 from replay.observe import OBS_UNITS
@@ -45,17 +46,21 @@ class ConvertConfig:
     control: str | None = None  # default: the source's control mode
     out: Path | None = None  # default: beside the input, named by obs and control mode
     num_envs: int | None = None  # episodes per batch (default 64, 16 for camera modes)
-    workers: int = 1
+    workers: int | None = 1  # None: one per CPU of the Ray cluster (per render slot for camera modes)
     count: int | None = None  # the first `count` episodes only
     use_env_states: bool = False
     allow_failure: bool = False
     cam_width: int | None = None
     cam_height: int | None = None
     overwrite: bool = False
+    resume: bool = False  # continue the OUT.part.h5 of an interrupted conversion
     limits: ConvertLimits = field(default_factory=ConvertLimits)
     noise: ActionNoise = field(default_factory=ActionNoise)
+    executor: str = "local"  # local processes or ray (envs/executor.py)
+    address: str | None = None  # the Ray cluster's address (default: a local Ray started for the run)
 
     def __post_init__(self) -> None:
+        self.executor_kind = parse_executor(self.executor, self.address)
         self.file = Path(self.file)
         self.meta = read_meta(self.file)  # TrajectoryError: missing, not a trajectory, sidecar mismatch
         info = self.meta["env_info"]
@@ -82,7 +87,9 @@ class ConvertConfig:
                              f"({self.source_control.value})")
         if self.num_envs is None:
             self.num_envs = 16 if self.obs_mode.visual else 64
-        if self.num_envs < 1 or self.workers < 1:
+        if self.workers is None and self.executor_kind is Executor.LOCAL:
+            self.workers = 1
+        if self.num_envs < 1 or (self.workers is not None and self.workers < 1):
             raise ValueError("--num-envs and --workers must be >= 1")
         if self.count is not None and self.count < 1:
             raise ValueError(f"--count must be >= 1, got {self.count}")
@@ -102,10 +109,20 @@ class ConvertConfig:
         self.out = Path(self.out)
         if self.out.resolve() == self.file.resolve():
             raise ValueError("the output must not be the input")
+        if self.resume and self.overwrite:
+            raise ValueError("--resume and --overwrite exclude each other")
         if self.out.exists() and not self.overwrite:
             raise ValueError(f"{self.out} exists: pass --overwrite to replace it")
+        if (self.part.exists() or sidecar_path(self.part).exists()) and not (self.resume or self.overwrite):
+            raise ValueError(f"{self.part} holds an interrupted conversion: pass --resume to continue it or --overwrite "
+                             "to start again")
         if not self.out.parent.is_dir():
             raise ValueError(f"{self.out.parent}: no such directory")
+
+    @property
+    def part(self) -> Path:
+        """Where the output is written until it is complete."""
+        return self.out.with_name(self.out.stem + ".part.h5")
 
     @property
     def converts_control(self) -> bool:
@@ -247,10 +264,18 @@ def _make(cfg: ConvertConfig, obs_mode: ObsMode, episodes: list):
     return gym.make(cfg.env_id, num_envs=len(episodes), **cfg.env_kwargs(obs_mode), **batch_env_kwargs(episodes))
 
 
-def _worker_init() -> None:
-    import torch
+@dataclass(frozen=True)
+class ConvertJob:
+    """A conversion worker: a task is a batch of source episode ids, the answer their outcomes."""
 
-    torch.set_num_threads(1)
+    cfg: ConvertConfig
+
+    @property
+    def render(self) -> bool:
+        return self.cfg.obs_mode.visual
+
+    def setup(self) -> Callable[[list[int]], list[Outcome]]:
+        return lambda ids: convert_episodes(self.cfg, ids)
 
 
 def _batches(ids: list[int], size: int) -> list[list[int]]:
@@ -262,41 +287,61 @@ def _run_batches(
 ) -> Iterator[list[Outcome]]:
     """Yields each batch's outcomes, in batch order; in this process `on_done` hears of each
     finished episode, from workers of each finished batch."""
-    if cfg.workers == 1:
+    if cfg.workers == 1 and cfg.executor_kind is Executor.LOCAL:
         for b in batches:
             yield convert_episodes(cfg, b, on_done)
         return
-    # fork: the workers start with this process's imports (torch, SAPIEN), which spawn would
-    # redo in each (2 s here). The `replay` command has made no env or PhysX system before this
-    # point, so the workers inherit none; each builds its own envs.
-    with ProcessPoolExecutor(cfg.workers, mp_context=mp.get_context("fork"), initializer=_worker_init) as pool:
-        for outcomes in pool.map(convert_episodes, [cfg] * len(batches), batches):
-            if on_done:
-                on_done(len(outcomes))
-            yield outcomes
+    # fork for local workers: they start with this process's imports (torch, SAPIEN), which spawn
+    # would redo in each (2 s here). The `replay` command has made no env or PhysX system before
+    # this point, so the workers inherit none; each builds its own envs.
+    pool = make_pool(cfg.executor_kind, ConvertJob(cfg), cfg.workers, address=cfg.address, start="fork")
+    try:
+        done: dict[int, list[Outcome]] = {}
+        submitted = 0
+        for k in range(len(batches)):
+            while submitted < len(batches) and pool.idle:
+                pool.submit(submitted, batches[submitted])
+                submitted += 1
+            while k not in done:
+                b, outcomes = pool.next_result()
+                if isinstance(outcomes, Lost):  # its workers kept dying: the batch fails, nothing is dropped silently
+                    outcomes = [Outcome(i, False, outcomes.reason, None) for i in batches[b]]
+                done[b] = outcomes
+                if on_done:
+                    on_done(len(outcomes))
+                while submitted < len(batches) and pool.idle:
+                    pool.submit(submitted, batches[submitted])
+                    submitted += 1
+            yield done.pop(k)  # in batch order: the output's episode order does not depend on the workers
+    finally:
+        pool.close()
 
 
 def run(cfg: ConvertConfig, on_done: Callable[[int], None] | None = None) -> Report:
     """Converts cfg.episode_ids into cfg.out; `on_done(n)` is called as n more episodes finish."""
     start = time.perf_counter()
-    ids = cfg.episode_ids
-    size = min(cfg.num_envs, math.ceil(len(ids) / cfg.workers)) if ids else 1
     meta = _output_meta(cfg)
-    tmp = cfg.out.with_name(cfg.out.stem + ".part.h5")
+    tmp = cfg.part
+    if not cfg.resume:
+        _remove(tmp)  # an earlier interrupted conversion's, with --overwrite
     failed: list[tuple[int, str]] = []
     written = converted = 0
+    writer = TrajectoryWriter(tmp, meta, resume=cfg.resume)
     try:
-        with TrajectoryWriter(tmp, meta) as writer:
-            for outcomes in _run_batches(cfg, _batches(ids, size), on_done):
-                for o in outcomes:
-                    converted += o.ok
-                    if not o.ok:
-                        failed.append((o.source_id, o.reason))
-                    if o.ok or cfg.allow_failure:
-                        o.episode.info = {**o.episode.info, "source_episode_id": o.source_id, "convert": o.reason}
-                        writer.add(o.episode, cfg.control_mode.value)
-                        written += 1
-        if written == 0:
+        ids = _remaining(cfg, writer, meta)
+        size = min(cfg.num_envs, math.ceil(len(ids) / (cfg.workers or 1))) if ids else 1
+        for outcomes in _run_batches(cfg, _batches(ids, size), on_done):
+            for o in outcomes:
+                converted += o.ok
+                if not o.ok:
+                    failed.append((o.source_id, o.reason))
+                if (o.ok or cfg.allow_failure) and o.episode is not None:
+                    o.episode.info = {**o.episode.info, "source_episode_id": o.source_id, "convert": o.reason}
+                    writer.add_staged(o.episode, cfg.control_mode.value)
+                    written += 1
+            writer.commit()  # batch by batch: what an interrupted run leaves is what --resume skips
+        writer.close()
+        if writer.num_episodes == 0:
             raise _NothingConverted()
         tmp.replace(cfg.out)
         sidecar_path(tmp).replace(sidecar_path(cfg.out))
@@ -305,9 +350,41 @@ def run(cfg: ConvertConfig, on_done: Callable[[int], None] | None = None) -> Rep
     except _NothingConverted:
         out, size_bytes = None, 0
     finally:
-        for p in (tmp, sidecar_path(tmp), sidecar_path(tmp).with_name(sidecar_path(tmp).name + ".tmp")):
-            p.unlink(missing_ok=True)
+        writer.close()
+        if writer.num_episodes == 0:
+            _remove(tmp)
     return Report(out, converted, len(ids), failed, time.perf_counter() - start, size_bytes)
+
+
+def _remaining(cfg: ConvertConfig, writer: TrajectoryWriter, meta: dict[str, Any]) -> list[int]:
+    """The source episodes still to convert: those after the last one the part file holds (it
+    holds them in source order), checked to have been converted with the same settings."""
+    ids = cfg.episode_ids
+    done = writer.meta["episodes"]
+    if not done:
+        return ids
+    theirs = writer.meta.get("conversion", {})
+    diff = [f"{k} {theirs.get(k)} (this run: {v})" for k, v in meta["conversion"].items() if theirs.get(k) != v]
+    if diff:
+        raise ValueError(f"{cfg.part} was converted with {'; '.join(diff)}: resume with the same settings")
+    last = done[-1].get("info", {}).get("source_episode_id")
+    if last not in ids:
+        raise ValueError(f"{cfg.part} ends with source episode {last}, which this run does not convert")
+    return ids[ids.index(last) + 1 :]
+
+
+def _remove(path: Path) -> None:
+    """A trajectory file, its sidecar and any unfinished segments."""
+    from replay.trajectory import parts_dir
+
+    for p in (path, sidecar_path(path), path.with_name(path.name + ".tmp"),
+              sidecar_path(path).with_name(sidecar_path(path).name + ".tmp")):
+        p.unlink(missing_ok=True)
+    parts = parts_dir(path)
+    if parts.is_dir():
+        for p in parts.iterdir():
+            p.unlink()
+        parts.rmdir()
 
 
 class _NothingConverted(Exception):

@@ -105,8 +105,8 @@ def image_storage(value: np.ndarray) -> dict[str, Any] | None:
     (T + 1, H, W, C) uint8 (colour) or int16 (depth, segmentation); (T + 1, P, C) uint8 (point
     colours) too. Each chunk holds the whole episode for a band of 16 image rows, so one frame's
     band lies a few KB after the previous frame's and deflate's 32 KB window finds what did not
-    change between frames (measured in docs/PERFORMANCE.md: about 2x smaller than whole frames
-    per chunk). int16 gets the shuffle filter (high and low bytes compressed apart)."""
+    change between frames (an 86-frame episode of two 128 x 128 rgbd cameras: 310 KB against
+    519 KB with whole frames per chunk). int16 gets the shuffle filter (high and low bytes compressed apart)."""
     if value.dtype not in (np.uint8, np.int16) or value.ndim < 3 or (value.ndim == 3 and value.dtype != np.uint8):
         return None
     chunks = (value.shape[0], min(IMAGE_ROWS_PER_CHUNK, value.shape[1]), *value.shape[2:])

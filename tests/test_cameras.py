@@ -223,7 +223,7 @@ def test_look_at_points_the_camera_x_axis_at_the_target(target):
 
 def test_gpu_batched_rendering_only_with_cuda_and_a_gpu_render_device(make):
     """One submission per camera uid (envs/sensors/gpu_batch.py) needs CUDA and a GPU Vulkan
-    device; lavapipe renders picture by picture. (`python -m envs.render_probe` compares both
+    device; lavapipe renders picture by picture. (`python -m benchmarks.render_probe` compares both
     paths' images on a GPU host.)"""
     env = _make(make, "PickCube-v1", "rgb")
     base = env.unwrapped

@@ -246,7 +246,7 @@ def test_overwrite_keeps_the_old_file_until_the_new_one_is_complete(made, tmp_pa
     def broken(*a, **k):
         raise RuntimeError("simulated crash while starting")
 
-    monkeypatch.setattr("demos.generate.GenerationWorkers", broken)
+    monkeypatch.setattr("demos.generate.make_pool", broken)
     with pytest.raises(RuntimeError):
         generate(GenerateConfig(task=TASKS[0], n=1, out=out, overwrite=True, workers=1, num_envs=2))
     assert _snapshot(out, sidecar_path(out)) == before

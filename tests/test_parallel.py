@@ -82,7 +82,7 @@ def test_rollout_matches_in_process(make):
     scene, so which other envs share it can move the last bit of a resting cube's contact
     velocities (robots alone match exactly), and contacts can amplify that over many steps. For
     these seeds the runs are bit-identical; the test allows float32 rounding only, never more
-    (docs/PERFORMANCE.md has what other seeds and worker counts give)."""
+    (`python -m benchmarks.parallel_compare` shows what other seeds and worker counts give)."""
     one = make(num_envs=8)
     two = make(num_envs=8, num_workers=2)
     rng = np.random.default_rng(0)
@@ -253,7 +253,7 @@ def test_an_interrupted_call_leaves_the_env_in_step(make):
 
 
 def test_scaling_benchmark_prints_workers_and_the_uncoupled_ceiling(capsys):
-    from envs.scaling_benchmark import main as scaling
+    from benchmarks.scaling import main as scaling
 
     assert scaling(["--workers", "1", "2", "--num-envs", "4", "--steps", "3", "--independent"]) == 0
     rows = [line.split() for line in capsys.readouterr().out.splitlines()]

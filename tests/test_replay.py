@@ -40,7 +40,7 @@ N_DEMOS = 4
 @pytest.fixture(scope="module")
 def demos(tmp_path_factory) -> Path:
     """N_DEMOS PickCube demonstrations (pd_joint_pos). torch runs one thread meanwhile, as the
-    `replay` command does: the second only spins on a busy 2-core machine (docs/PERFORMANCE.md)."""
+    `replay` command does: the second only spins on a busy 2-core machine."""
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     out = tmp_path_factory.mktemp("replay") / "pick.h5"
@@ -348,6 +348,36 @@ def test_worker_processes_give_the_same_episodes(demos, tmp_path):
     for i in range(2):
         np.testing.assert_array_equal(a.episode(i).actions, b.episode(i).actions)
     assert [e["info"]["source_episode_id"] for e in b.episodes] == [0, 1]
+
+
+def test_interrupted_conversion_resumes_without_duplicates_or_gaps(demos, tmp_path, monkeypatch, capsys):
+    import replay.convert as convert
+
+    whole, out = tmp_path / "whole.h5", tmp_path / "out.h5"
+    run(ConvertConfig(file=demos, control="pd_ee_delta_pose", num_envs=1, out=whole))
+    real = convert._run_batches
+
+    def interrupted(cfg, batches, on_done):
+        gen = real(cfg, batches, on_done)
+        for k in range(2):
+            yield next(gen)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(convert, "_run_batches", interrupted)
+    argv = ["convert", str(demos), "--control", "pd_ee_delta_pose", "--num-envs", "1", "--out", str(out), "--no-progress"]
+    assert main(argv) == 130 and "continue with --resume" in capsys.readouterr().err
+    part = tmp_path / "out.part.h5"
+    assert not out.exists() and len(read_meta(part)["episodes"]) == 2
+    assert main(argv) == 2 and "pass --resume" in capsys.readouterr().err  # not overwritten by accident
+    assert main(argv + ["--resume", "--control", "pd_ee_delta_pos"]) == 2  # other settings: refused
+    assert "resume with the same settings" in capsys.readouterr().err and len(read_meta(part)["episodes"]) == 2
+    monkeypatch.setattr(convert, "_run_batches", real)
+    assert main(argv + ["--resume"]) == 0 and not part.exists()
+    a, b = TrajectoryFile(whole), TrajectoryFile(out)
+    assert [e["info"]["source_episode_id"] for e in b.episodes] == list(range(N_DEMOS))
+    assert [e["episode_id"] for e in b.episodes] == list(range(N_DEMOS))
+    for i in range(N_DEMOS):
+        np.testing.assert_array_equal(a.episode(i).actions, b.episode(i).actions)
 
 
 def test_nothing_converted_writes_nothing(demos, tmp_path, capsys):

@@ -44,7 +44,7 @@ def _two_robot_pick_cube(base):
 
 def _cube_on_goal(base):
     pos = base.goal_pos.clone()
-    pos[:, 2] = base.cube_half_sizes[:, 2]
+    pos[:, 2] = base.cube_half_size
     _put(base, "cube", _at(pos))
 
 
@@ -221,3 +221,54 @@ def test_cartpole_balances_under_feedback_and_falls_without(make):
     for _ in range(40):
         *_, info = env.step(torch.zeros(N, 1))
     assert info["fail"].all()
+
+
+CUBE_GOAL = ["PushCube-v1", "PullCube-v1"]
+
+
+@pytest.mark.parametrize("env_id", CUBE_GOAL)
+def test_cube_goal_success_boundaries(make, env_id):
+    """The cube 0.1 mm inside the goal radius succeeds and 0.1 mm outside does not, in four
+    directions; PushCube's cube must also stay below its height limit, PullCube's need not."""
+    base = make(env_id, num_envs=4).unwrapped
+    base.reset(seed=0)
+    goal = base.goal_pos.clone()
+    directions = torch.tensor([[1.0, 0.0], [0.0, 1.0], [-0.6, 0.8], [0.6, -0.8]])
+
+    def success_at(offset: torch.Tensor, z: float) -> torch.Tensor:
+        pos = goal.clone()
+        pos[:, :2] += offset
+        pos[:, 2] = z
+        _put(base, "cube", _at(pos))
+        return base.evaluate()["success"]
+
+    half = base.cube_half_size
+    assert success_at(directions * (base.goal_radius - 1e-4), half).all()
+    assert not success_at(directions * (base.goal_radius + 1e-4), half).any()
+    if base.success_max_z is None:
+        assert success_at(torch.zeros(2), 0.5).all()
+    else:
+        assert success_at(torch.zeros(2), base.success_max_z - 1e-4).all()
+        assert not success_at(torch.zeros(2), base.success_max_z + 1e-4).any()
+
+
+@pytest.mark.parametrize("env_id", CUBE_GOAL)
+def test_cube_goal_reward_counts_placing_within_1cm_of_the_push_pose(make, env_id):
+    """TCP 9.9 mm from the reward's push pose: the placing term (goal 0.15 m away) is added;
+    10.1 mm: the reward is the reaching term alone."""
+    from envs.tasks.common import TARGET_FLAT_Q
+
+    base = make(env_id, num_envs=2).unwrapped
+    base.reset(seed=0)
+    away = torch.tensor([[0.0, 0.0099, 0.0], [0.0, 0.0101, 0.0]])
+    cube = base.agent.tcp_pose[:, :3] - torch.tensor(base.push_offset) + away
+    cube[:, 2] = torch.maximum(cube[:, 2], torch.tensor(base.cube_half_size))
+    _put(base, "cube", _at(cube))
+    _put(base, "goal_region", _at(cube + torch.tensor([0.15, 0.0, 0.0]), torch.tensor(TARGET_FLAT_Q)))
+    info = base.evaluate()
+    reward = base.dense_reward(info)
+    to_push = (base.cube.pose()[:, :3] + torch.tensor(base.push_offset) - base.agent.tcp_pose[:, :3]).norm(dim=1)
+    reach = 1 - torch.tanh(5 * to_push)
+    assert not info["success"].any()
+    assert torch.isclose(reward[1], reach[1]) and reward[0] > reach[0] + 0.3
+    assert torch.allclose(base.compute_dense_reward(info), reward / base.max_reward)

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from envs import doctor
-from envs.benchmark import main as benchmark_main
+from benchmarks.throughput import main as benchmark_main
 from envs.wrappers import RecordVideo
 from envs.wrappers.video import STATE_COLOURS, annotate, tile
 

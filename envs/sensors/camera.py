@@ -37,7 +37,8 @@ def make_component(config: CameraConfig) -> sapien.render.RenderCameraComponent:
 
 
 # The cuts below run in numpy: torch spreads element-wise work on large tensors over its
-# intra-op threads, which on a loaded two-core machine made them 50x slower (docs/PERFORMANCE.md).
+# intra-op threads, which on a loaded two-core machine made them 50x slower (72 ms against 1.3 ms
+# to unpack 16 pictures' colours).
 _LITTLE_ENDIAN = sys.byteorder == "little"
 
 

@@ -2,7 +2,7 @@
 
 The per-camera path (camera.py) submits each picture and waits for it on its own; on an NVIDIA
 GPU that costs about 1.5 ms per 128 x 128 picture, whatever the GPU's speed (driver submit and
-fence latency, docs/PERFORMANCE.md). SAPIEN's render-system group instead updates every render
+fence latency: 191 ms of camera work per step for 64 envs' 128 pictures). SAPIEN's render-system group instead updates every render
 system's object transforms with one CUDA kernel from a (K, 7) pose buffer, draws a group's
 cameras back to back and copies all their pictures into one CUDA buffer.
 

@@ -140,17 +140,28 @@ def plate_with_slots(
     return parts
 
 
-def build_goal_marker(world: BatchedWorld, name: str, radius: float, color: Color) -> ActorGroup | None:
-    """A thin visual-only disc drawn on the table (None in state-only worlds). It has no
-    collision shape and no place in the state: the goal itself is a task tensor."""
-    if not world.visual:
-        return None
+TARGET_RED: Color = (194 / 255, 19 / 255, 22 / 255, 1.0)
+WHITE: Color = (1.0, 1.0, 1.0, 1.0)
+# a pose's orientation that turns a target's axis (its local x) to the table normal: a quarter
+# turn about y
+TARGET_FLAT_Q = (0.7071068, 0.0, 0.7071068, 0.0)
+
+
+def build_red_white_target(world: BatchedWorld, name: str, radius: float, thickness: float) -> ActorGroup:
+    """A goal region as ManiSkill draws one: five concentric discs about the actor's local x,
+    red and white by turns from the red rim inwards (radii radius, 4/5, 3/5, 2/5 and 1/5 of it),
+    each 1e-5 m thicker than the one outside it so that it shows on top. A kinematic actor with no
+    collision shape, so its pose is part of the env state under `name`; seen by every camera. Pose
+    it with `TARGET_FLAT_Q` to lay it on the table."""
 
     def build(scene: sapien.Scene, i: int) -> sapien.Entity:
         b = scene.create_actor_builder()
-        # SAPIEN cylinders lie along local x: turn it to stand along z, 1 mm thick
-        b.add_cylinder_visual(sapien.Pose(q=[0.7071068, 0.0, 0.7071068, 0.0]), radius, 0.0005, _material(color))
-        return b.build_static(name=f"{name}_{i}")
+        if world.visual:
+            for k in range(5):
+                color = TARGET_RED if k % 2 == 0 else WHITE
+                b.add_cylinder_visual(radius=radius * (5 - k) / 5, half_length=thickness / 2 + k * 1e-5, material=_material(color))
+        b.set_physx_body_type("kinematic")
+        return b.build(name=f"{name}_{i}")
 
     return world.add_actor(name, build, sapien.Pose())
 

@@ -1,6 +1,6 @@
 """How each env's cameras should see that env alone: measured.
 
-    python -m envs.render_benchmark --num-envs 16 --steps 50 [--obs-mode rgbd]
+    python -m benchmarks.render --num-envs 16 --steps 50 [--obs-mode rgbd]
 
 Runs PickCube-v1 with camera observations two ways and prints env-steps/s and the time per
 env.step spent on the camera observation:
@@ -61,7 +61,7 @@ def run(layout: str, num_envs: int, steps: int, obs_mode: str) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m envs.render_benchmark", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m benchmarks.render", description=__doc__.split("\n\n")[0])
     p.add_argument("-n", "--num-envs", type=int, default=16)
     p.add_argument("--steps", type=int, default=50)
     p.add_argument("-o", "--obs-mode", default="rgbd")

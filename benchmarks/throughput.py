@@ -1,6 +1,6 @@
 """Throughput benchmark: random actions in a batched env.
 
-    python -m envs.benchmark -e PickCube-v1 --num-envs 64 --steps 1000 [--obs-mode state]
+    python -m benchmarks.throughput -e PickCube-v1 --num-envs 64 --steps 1000 [--obs-mode state]
         [--control-mode pd_joint_delta_pos] [--robot-uids panda ur5e] [--num-workers 1]
         [--cam-width 128 --cam-height 128 --cam-fov 1.57] [--torch-threads 1]
 
@@ -206,7 +206,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--cam-fov", type=float, help="vertical field of view of every observation camera (radians)")
     p.add_argument(
         "--torch-threads", type=int,
-        help="torch intra-op threads (default: torch's own). On a shared 2-core machine 1 was up to 7x faster: docs/PERFORMANCE.md",
+        help="torch intra-op threads (default: torch's own). On a shared 2-core machine 1 was up to 7x faster",
     )
     p.add_argument("--json", action="store_true", help="print one JSON line per env instead of text")
     args = p.parse_args(argv)

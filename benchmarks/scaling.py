@@ -1,6 +1,6 @@
-"""Scaling over worker processes: `envs.benchmark` for each number of workers, one table.
+"""Scaling over worker processes: `benchmarks.throughput` for each number of workers, one table.
 
-    python -m envs.scaling_benchmark --workers 1 2 4 8 16 [--num-envs N | --envs-per-worker n]
+    python -m benchmarks.scaling --workers 1 2 4 8 16 [--num-envs N | --envs-per-worker n]
         [--steps 200] [-e PickCube-v1] [--obs-mode state] [--control-mode pd_joint_delta_pos]
 
 Fixed N (strong scaling) by default, N = 64 x the largest worker count, so that the largest run
@@ -27,7 +27,7 @@ import sys
 import torch
 
 import envs
-from envs.benchmark import _Timed, run
+from benchmarks.throughput import _Timed, run
 from envs.modes import ControlMode, ObsMode
 
 
@@ -90,7 +90,7 @@ def run_independent(env_id: str, num_envs: int, procs: int, steps: int, obs_mode
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m envs.scaling_benchmark", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m benchmarks.scaling", description=__doc__.split("\n\n")[0])
     p.add_argument("-e", "--env-id", default="PickCube-v1", help=f"one of: {', '.join(envs.env_ids())}")
     p.add_argument("--workers", type=int, nargs="+", default=[1, 2], help="worker counts to run, in order")
     size = p.add_mutually_exclusive_group()

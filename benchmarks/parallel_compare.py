@@ -1,6 +1,6 @@
 """How close rollouts over workers come to the in-process rollout (the numbers in docs/PERFORMANCE.md).
 
-    python -m envs.parallel.compare --num-envs 8 --workers 2 4 --seeds 0 1 2 3 [--steps 100]
+    python -m benchmarks.parallel_compare --num-envs 8 --workers 2 4 --seeds 0 1 2 3 [--steps 100]
 
 For each seed: W = 1 and each W run the same random actions (state observations) from
 `reset(seed=...)`; prints the largest difference in observations and rewards over the rollout,
@@ -31,7 +31,7 @@ def rollout(env: gym.Env, seed: int, actions: list[np.ndarray]) -> tuple[torch.T
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m envs.parallel.compare", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m benchmarks.parallel_compare", description=__doc__.split("\n\n")[0])
     p.add_argument("-e", "--env-id", default="PickCube-v1", help=f"one of: {', '.join(envs.env_ids())}")
     p.add_argument("-n", "--num-envs", type=int, default=8)
     p.add_argument("--workers", type=int, nargs="+", default=[2, 4])

@@ -1,6 +1,6 @@
 """Compares two ways of batching N envs on SAPIEN's CPU PhysX, physics and state IO only:
 
-    python -m envs.batching_benchmark --num-envs 64 --steps 300
+    python -m benchmarks.batching --num-envs 64 --steps 300
 
 * shared: one PhysX scene holding N envs spaced apart (what envs/ uses);
 * separate: one SAPIEN scene per env.
@@ -70,7 +70,7 @@ def run(layout: str, num_envs: int, steps: int, seed: int = 0) -> float:
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(prog="python -m envs.batching_benchmark", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m benchmarks.batching", description=__doc__.split("\n\n")[0])
     p.add_argument("--num-envs", type=int, default=64)
     p.add_argument("--steps", type=int, default=300)
     args = p.parse_args()

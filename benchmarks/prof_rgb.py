@@ -1,8 +1,8 @@
 """Where an rgb diffusion training step spends its time (random data, no simulator): whole-step
 rates for variants, then a CUDA profile of the default step (on CUDA).
 
-    python scripts/prof_rgb.py [BATCH=256] [STEPS=30]     # AMP=0: fp32; QUICK=1: default and channels_last only
-    STEMS=1 python scripts/prof_rgb.py                    # the default CNN against other stems (COMPILE=1: and torch.compile)
+    python benchmarks/prof_rgb.py [BATCH=256] [STEPS=30]     # AMP=0: fp32; QUICK=1: default and channels_last only
+    STEMS=1 python benchmarks/prof_rgb.py                    # the default CNN against other stems (COMPILE=1: and torch.compile)
 
 The batch is shaped like PickCube's rgb data in configs/diffusion_rgb.yaml (2 cameras of 128 x 128,
 a 25-dim state, 4-dim actions); docs/PERFORMANCE.md has the H200's numbers."""

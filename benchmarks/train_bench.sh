@@ -4,7 +4,7 @@
 # GPU's utilisation sampled every second. Prints one line per run:
 #   variant  run  samples/s (median of the logged windows)  steps  GPU util % (mean, busy samples)
 #
-#   bash scripts/train_bench.sh DATA.h5 [CONFIG=configs/diffusion_state.yaml] [SECONDS=60] [VARIANTS="one x3"]
+#   bash benchmarks/train_bench.sh DATA.h5 [CONFIG=configs/diffusion_state.yaml] [SECONDS=60] [VARIANTS="one x3"]
 set -u
 DATA=${1:?usage: train_bench.sh DATA.h5 [CONFIG] [SECONDS] [VARIANTS]}
 CONFIG=${2:-configs/diffusion_state.yaml}

@@ -1,6 +1,6 @@
 """Measures `replay convert` as a user runs it: whole commands, timed from outside.
 
-    python -m replay.benchmark [--n 50] [--dir /tmp/replay_bench] [--tasks PickCube-v1 ...] [--workers 1]
+    python -m benchmarks.replay_convert [--n 50] [--dir /tmp/replay_bench] [--tasks PickCube-v1 ...] [--workers 1]
 
 1. control: N PickCube demos pd_joint_pos -> pd_ee_delta_pose with state obs (target <= 5.4 s
    whole command on dev-2core, >= 99 % converted);
@@ -54,7 +54,7 @@ def _summary(out: str) -> tuple[int, int, float]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m replay.benchmark", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m benchmarks.replay_convert", description=__doc__.split("\n\n")[0])
     p.add_argument("--n", type=int, default=50, help="demos per task")
     p.add_argument("--dir", type=Path, default=Path("/tmp/replay_bench"))
     p.add_argument("--tasks", nargs="*", help="tasks for the conversion-rate pass (default: every task with a solution)")

@@ -1,6 +1,6 @@
 """GPU-batched cameras against per-camera pictures, on a machine with CUDA and a GPU Vulkan device.
 
-    python -m envs.render_probe [-e PickCube-v1] [--num-envs 64] [--steps 100]
+    python -m benchmarks.render_probe [-e PickCube-v1] [--num-envs 64] [--steps 100]
 
 Builds the same env twice, once rendering through `envs.sensors.gpu_batch` and once picture by
 picture, drives both with the same random actions and compares their images at reset and after
@@ -54,7 +54,7 @@ def _fps(env, steps: int) -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m envs.render_probe", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m benchmarks.render_probe", description=__doc__.split("\n\n")[0])
     p.add_argument("-e", "--env-id", default="PickCube-v1")
     p.add_argument("--num-envs", type=int, default=64)
     p.add_argument("--steps", type=int, default=100)

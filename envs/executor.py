@@ -1,0 +1,417 @@
+"""Worker pools: the one place where generation, conversion, evaluation and the planners hand out
+work. (A batched env's own worker processes, envs/parallel, step in lockstep and are not a pool.)
+
+A pool runs `count` workers. Each worker builds its state once, `job.setup()` returning a
+handler, and answers every task it is given with that handler, so envs and planners are built
+once per worker, not once per task. `submit(key, task)` hands a task to an idle worker;
+`next_result()` blocks until one lands and returns `(key, result)`.
+
+A worker that dies (a segfault, the OOM killer, a lost node) is replaced. Its task is given to
+a worker again up to `retries` times; after that `next_result()` returns `(key, Lost(reason))`.
+`retried` counts the re-runs. An exception raised by a handler is a bug, not a crash: it is
+raised in the caller as a `WorkerError` carrying the worker's traceback.
+
+Backends: `ProcessPool` (processes on this machine, the default) and `RayPool` (Ray actors on a
+cluster, `pip install -e ".[ray]"`). `make_pool` picks one by `Executor`.
+"""
+
+from __future__ import annotations
+
+import enum
+import multiprocessing as mp
+import os
+import time
+import traceback
+from dataclasses import dataclass
+from multiprocessing.connection import Connection, wait
+from typing import Any, Callable, Protocol
+
+
+class Job(Protocol):
+    """Picklable description of a worker: `setup()` runs once in the worker and returns the
+    handler of its tasks. `render`: whether the handler renders cameras (a Ray worker then runs
+    only on nodes offering the `render` resource)."""
+
+    render: bool
+
+    def setup(self) -> Callable[[Any], Any]: ...
+
+
+@dataclass(frozen=True)
+class Lost:
+    """The result of a task whose worker died more often than the pool retries."""
+
+    reason: str
+
+
+class WorkerError(RuntimeError):
+    """A handler raised; the message ends with the worker's traceback."""
+
+
+class Executor(enum.Enum):
+    LOCAL = "local"
+    RAY = "ray"
+
+
+RAY_MISSING = 'the ray executor needs Ray: pip install -e ".[ray]"'
+
+
+def parse_executor(value: str | Executor, address: str | None) -> Executor:
+    """The executor a config asks for, checked at the boundary: Ray installed, an address only for Ray."""
+    from importlib.util import find_spec
+
+    from envs.modes import parse_mode
+
+    kind = parse_mode(Executor, value, "executor")
+    if address is not None and kind is not Executor.RAY:
+        raise ValueError("--address needs --executor ray")
+    if kind is Executor.RAY and find_spec("ray") is None:
+        raise ValueError(RAY_MISSING)
+    return kind
+RENDER = "render"  # the Ray resource a node offers when it can render cameras (a GPU or Vulkan)
+
+
+def _setup_worker() -> None:
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the caller's to handle; it closes the pool
+    import torch
+
+    torch.set_num_threads(1)  # the env's torch work is small; more threads per worker only spin
+
+
+# --------------------------------------------------------------------------------------------
+# processes on this machine
+
+
+def _serve(job: Job, conn: Connection, owner: int) -> None:
+    """Answers tasks until told to stop, the pipe closes, or the owning process is gone (a forked
+    sibling may hold a copy of the owner's pipe end, so EOF alone is not enough)."""
+    _setup_worker()
+    try:
+        handler = job.setup()
+    except Exception:
+        conn.send(("error", None, traceback.format_exc()))
+        return
+    conn.send(("ready", None, None))
+    while True:
+        try:
+            while not conn.poll(1.0):
+                if os.getppid() != owner:
+                    return
+            msg = conn.recv()
+        except (EOFError, OSError):
+            return
+        if msg is None:
+            return
+        key, task = msg
+        try:
+            conn.send(("done", key, handler(task)))
+        except Exception:
+            conn.send(("error", key, traceback.format_exc()))
+    # the process exits here; what the handler holds (envs, planner pools) goes with it
+
+
+class ProcessPool:
+    """Worker processes on this machine, each on its own pipe, one task at a time.
+    `start`: "spawn" (no inherited torch or PhysX state) or "fork" (starts with this process's
+    imports; only when this process has built no env). `daemon` workers cannot start processes
+    of their own but end with this one."""
+
+    def __init__(self, job: Job, count: int, retries: int = 2, start: str = "spawn", daemon: bool = False,
+                 wait_ready: bool = True):
+        self.job, self.retries, self.daemon = job, retries, daemon
+        self.ctx = mp.get_context(start if os.name == "posix" else "spawn")
+        self.slots: list[tuple[mp.Process, Connection]] = []
+        self.busy: dict[int, tuple[Any, Any, int]] = {}  # slot -> (key, task, attempt)
+        self.queue: list[tuple[Any, Any, int]] = []  # retries waiting for an idle worker
+        self.retried = 0
+        for _ in range(max(1, count)):
+            self.slots.append(self._start())
+        if wait_ready:
+            for slot in range(len(self.slots)):
+                self._wait_ready(slot)
+
+    @property
+    def size(self) -> int:
+        return len(self.slots)
+
+    def _start(self) -> tuple[mp.Process, Connection]:
+        parent, child = self.ctx.Pipe()
+        proc = self.ctx.Process(target=_serve, args=(self.job, child, os.getpid()), daemon=self.daemon)
+        proc.start()
+        child.close()
+        return proc, parent
+
+    def _wait_ready(self, slot: int) -> None:
+        proc, conn = self.slots[slot]
+        try:
+            self._handle(slot, conn.recv())
+        except EOFError:
+            raise RuntimeError(f"a worker failed to start (exit code {proc.exitcode})") from None
+
+    def _handle(self, slot: int, msg) -> tuple[Any, Any] | None:
+        kind, key, value = msg
+        if kind == "ready":
+            return None
+        if kind == "error":
+            where = "while starting" if key is None else "on a task"
+            raise WorkerError(f"a worker raised {where}:\n{value}")
+        del self.busy[slot]
+        return key, value
+
+    @property
+    def idle(self) -> int:
+        """Tasks `submit` can take now without queueing."""
+        return len(self.slots) - len(self.busy) - len(self.queue)
+
+    def submit(self, key, task) -> None:
+        self._send(key, task, 0)
+
+    def _send(self, key, task, attempt: int) -> None:
+        free = [s for s in range(len(self.slots)) if s not in self.busy]
+        if not free:
+            self.queue.append((key, task, attempt))
+            return
+        self.slots[free[0]][1].send((key, task))
+        self.busy[free[0]] = (key, task, attempt)
+
+    def next_result(self) -> tuple[Any, Any]:
+        """Blocks until a busy worker answers, or dies with a task it may not retry."""
+        while True:
+            if not self.busy:
+                raise RuntimeError("next_result() with no task submitted")
+            conns = {self.slots[s][1]: s for s in self.busy}
+            sentinels = {self.slots[s][0].sentinel: s for s in self.busy}
+            for ready in wait(list(conns) + list(sentinels)):
+                slot = conns.get(ready, sentinels.get(ready))
+                if slot not in self.busy:
+                    continue
+                proc, conn = self.slots[slot]
+                try:
+                    while conn.poll():
+                        out = self._handle(slot, conn.recv())
+                        if out is not None:
+                            self._drain_queue()  # the freed worker takes a waiting task
+                            return out
+                except (EOFError, OSError):
+                    pass
+                if not proc.is_alive():
+                    key, task, attempt = self.busy.pop(slot)
+                    conn.close()
+                    self.slots[slot] = self._start()
+                    reason = f"a worker died (exit code {proc.exitcode})"
+                    if attempt < self.retries:
+                        self.retried += 1
+                        self.queue.insert(0, (key, task, attempt + 1))
+                    else:
+                        self._drain_queue()
+                        return key, Lost(reason)
+                    self._drain_queue()
+                    break
+            self._drain_queue()
+
+    def _drain_queue(self) -> None:
+        while self.queue and len(self.busy) < len(self.slots):
+            self._send(*self.queue.pop(0))
+
+    def close(self) -> None:
+        """Idle workers are told to stop; busy ones are killed (their task is not wanted, and a
+        result larger than the pipe's buffer would block them until this end reads it)."""
+        for slot, (proc, conn) in enumerate(self.slots):
+            if slot in self.busy:
+                proc.kill()
+                continue
+            try:
+                conn.send(None)
+            except (BrokenPipeError, OSError):
+                pass
+        deadline = time.monotonic() + 10
+        for proc, conn in self.slots:
+            proc.join(timeout=max(0.0, deadline - time.monotonic()))
+            if proc.is_alive():
+                proc.kill()
+                proc.join()
+            conn.close()
+        self.slots, self.busy, self.queue = [], {}, []
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+# --------------------------------------------------------------------------------------------
+# Ray actors
+
+
+class _Actor:
+    """A Ray actor holding one handler (the process-pool worker's counterpart)."""
+
+    def __init__(self, job: Job):
+        _setup_worker()
+        self.handler = job.setup()
+
+    def ping(self) -> None:
+        pass
+
+    def run(self, task):
+        try:
+            return "done", self.handler(task)
+        except Exception:
+            return "error", traceback.format_exc()
+
+
+class RayPool:
+    """Ray actors, one CPU each, on the cluster at `address` (None: a local Ray started for this
+    pool and stopped with it). `count` None: one worker per CPU of the cluster (per `render`
+    resource for a job that renders). Results stream back in the order they finish.
+
+    An actor whose process or node is lost leaves the pool at once, and its task goes to the next
+    live actor; a replacement is asked for and joins the pool when Ray has placed it and its
+    handler is built (on a cluster that lost a node, maybe never)."""
+
+    def __init__(self, job: Job, count: int | None = None, retries: int = 2, address: str | None = None,
+                 num_cpus: int | None = None):
+        try:
+            import ray
+        except ImportError:
+            raise ValueError(RAY_MISSING) from None
+        self.ray, self.job, self.retries = ray, job, retries
+        self.started = False
+        self.actors: dict[int, Any] = {}  # id -> actor handle, ready to take tasks
+        self.starting: dict[Any, tuple[int, Any]] = {}  # ready ref -> (id, actor) not placed or built yet
+        self.busy: dict[Any, tuple[int, Any, Any, int]] = {}  # ref -> (actor id, key, task, attempt)
+        self.queue: list[tuple[Any, Any, int]] = []  # tasks waiting for an idle actor
+        self.retried = 0
+        self.ids = 0
+        if not ray.is_initialized():
+            if address is None:
+                cpus = num_cpus or os.cpu_count() or 1
+                # this machine is taken to render (a GPU or Vulkan): every CPU is a render slot too
+                # "local": a new Ray of our own even where a `ray start` cluster runs on this machine
+                ray.init(address="local", num_cpus=cpus, resources={RENDER: cpus}, include_dashboard=False,
+                         log_to_driver=False, configure_logging=False)
+            else:
+                ray.init(address=address, include_dashboard=False, log_to_driver=False, configure_logging=False)
+            self.started = True
+        have = ray.cluster_resources()
+        if job.render and have.get(RENDER, 0) < 1:
+            self.close()
+            raise ValueError(f"no node of the Ray cluster offers the '{RENDER}' resource this job needs: start the nodes "
+                             f"that can render (a GPU or Vulkan) with `ray start ... --resources '{{\"{RENDER}\": N}}'`")
+        if count is None:
+            count = int(have.get(RENDER if job.render else "CPU", 1))
+        self.options: dict[str, Any] = {"num_cpus": 1, "max_restarts": 0, "max_task_retries": 0}
+        if job.render:
+            self.options["resources"] = {RENDER: 1}
+        self.remote = ray.remote(_Actor)
+        for _ in range(max(1, count)):
+            self._start()
+        try:  # the actors build their handlers in parallel; a handler that cannot be built fails here
+            ray.get(list(self.starting))
+        except ray.exceptions.RayActorError as e:
+            self.close()
+            raise WorkerError(f"a worker failed to start: {e}") from None
+        for _, (i, actor) in self.starting.items():
+            self.actors[i] = actor
+        self.starting = {}
+
+    def _start(self) -> None:
+        actor = self.remote.options(**self.options).remote(self.job)
+        self.starting[actor.ping.remote()] = (self.ids, actor)
+        self.ids += 1
+
+    @property
+    def size(self) -> int:
+        return len(self.actors)
+
+    @property
+    def idle(self) -> int:
+        return len(self.actors) - len(self.busy) - len(self.queue)
+
+    def submit(self, key, task) -> None:
+        self.queue.append((key, task, 0))
+        self._drain_queue()
+
+    def _drain_queue(self) -> None:
+        used = {i for i, *_ in self.busy.values()}
+        free = [i for i in self.actors if i not in used]
+        while self.queue and free:
+            key, task, attempt = self.queue.pop(0)
+            i = free.pop(0)
+            self.busy[self.actors[i].run.remote(task)] = (i, key, task, attempt)
+
+    def next_result(self) -> tuple[Any, Any]:
+        ray = self.ray
+        while True:
+            if not self.busy:
+                if not self.queue:
+                    raise RuntimeError("next_result() with no task submitted")
+                if not self.starting:
+                    raise RuntimeError("every worker of the Ray cluster is lost")
+            [ref], _ = ray.wait(list(self.busy) + list(self.starting), num_returns=1)
+            if ref in self.starting:  # a replacement is placed and built, or failed
+                i, actor = self.starting.pop(ref)
+                try:
+                    ray.get(ref)
+                    self.actors[i] = actor
+                except ray.exceptions.RayError:
+                    pass
+                self._drain_queue()
+                continue
+            i, key, task, attempt = self.busy.pop(ref)
+            try:
+                kind, value = ray.get(ref)
+            except (ray.exceptions.RayActorError, ray.exceptions.ObjectLostError) as e:
+                # the actor's process or node is gone: its task goes to the next live actor
+                self._drop(i)
+                if attempt < self.retries:
+                    self.retried += 1
+                    self.queue.insert(0, (key, task, attempt + 1))
+                    self._drain_queue()
+                    continue
+                self._drain_queue()
+                return key, Lost(f"a worker died ({type(e).__name__})")
+            self._drain_queue()
+            if kind == "error":
+                raise WorkerError(f"a worker raised on a task:\n{value}")
+            return key, value
+
+    def _drop(self, i: int) -> None:
+        actor = self.actors.pop(i)
+        try:
+            self.ray.kill(actor, no_restart=True)
+        except Exception:
+            pass
+        self._start()
+
+    def close(self) -> None:
+        for actor in [*self.actors.values(), *(a for _, a in self.starting.values())]:
+            try:
+                self.ray.kill(actor, no_restart=True)
+            except Exception:
+                pass
+        self.actors, self.starting, self.busy, self.queue = {}, {}, {}, []
+        if self.started:
+            self.ray.shutdown()
+            self.started = False
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+Pool = ProcessPool | RayPool
+
+
+def make_pool(executor: Executor, job: Job, count: int | None, retries: int = 2, address: str | None = None,
+              start: str = "spawn") -> Pool:
+    """The pool of `executor`: local processes (`count` of them, `start` method) or Ray actors
+    (`count` None: one per CPU of the cluster)."""
+    if executor is Executor.RAY:
+        return RayPool(job, count, retries, address)
+    return ProcessPool(job, count or os.cpu_count() or 1, retries, start)
