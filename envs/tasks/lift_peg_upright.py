@@ -23,14 +23,13 @@ from __future__ import annotations
 
 import math
 
-import sapien
 import torch
 
 from envs.core.env import BaseEnv, BatchRNG
 from envs.core.pose import axis_angle_to_quat, quat_apply, quat_to_matrix
 from envs.core.registry import register_env
 from envs.sensors.config import CameraConfig, look_at
-from envs.tasks.common import ROBOT_ROOT, Part, build_parts, build_table, nearest_axis_point, place, reset_robot
+from envs.tasks.common import ROBOT_ROOT, build_parts, build_table, nearest_axis_point, peg_parts, place, reset_robot
 
 PEG_HALF_LENGTH = 0.12
 PEG_HALF_WIDTH = 0.025
@@ -41,11 +40,7 @@ TAIL_COLOR = (176 / 255, 14 / 255, 14 / 255, 1.0)  # the -x half
 HEAD_COLOR = (12 / 255, 42 / 255, 160 / 255, 1.0)  # the +x half
 START_Q = axis_angle_to_quat(torch.tensor([math.pi / 2, 0.0, 0.0]))  # Euler (pi/2, 0, 0)
 
-PEG_PARTS = [
-    Part(PEG_HALF, visual=False),
-    Part((PEG_HALF_LENGTH / 2, PEG_HALF_WIDTH, PEG_HALF_WIDTH), sapien.Pose([-PEG_HALF_LENGTH / 2, 0, 0]), TAIL_COLOR, collision=False),
-    Part((PEG_HALF_LENGTH / 2, PEG_HALF_WIDTH, PEG_HALF_WIDTH), sapien.Pose([PEG_HALF_LENGTH / 2, 0, 0]), HEAD_COLOR, collision=False),
-]
+PEG_PARTS = peg_parts(PEG_HALF, HEAD_COLOR, TAIL_COLOR)
 
 
 def euler_xyz_z(q: torch.Tensor) -> torch.Tensor:

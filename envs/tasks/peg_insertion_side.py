@@ -47,6 +47,7 @@ from envs.tasks.common import (
     build_parts,
     build_table,
     nearest_axis_point,
+    peg_parts,
     place,
     reset_robot,
     yaw_quat,
@@ -70,16 +71,6 @@ def draw_geometry(seed: int) -> tuple[float, float, tuple[float, float]]:
     length, radius = g.uniform(*PEG_HALF_LENGTH), g.uniform(*PEG_RADIUS)
     offset = 0.5 * (length - radius) * g.uniform(-1, 1, size=(2,))
     return float(length), float(radius), (float(offset[0]), float(offset[1]))
-
-
-def peg_parts(length: float, radius: float) -> list[Part]:
-    """A box peg along its local x: one collision box, drawn as a head half (+x) and a tail half."""
-    half = (length / 2, radius, radius)
-    return [
-        Part((length, radius, radius), visual=False),
-        Part(half, sapien.Pose([length / 2, 0, 0]), HEAD_COLOR, collision=False),
-        Part(half, sapien.Pose([-length / 2, 0, 0]), TAIL_COLOR, collision=False),
-    ]
 
 
 def box_with_hole_parts(inner: float, outer: float, depth: float, offset: tuple[float, float]) -> list[Part]:
@@ -124,7 +115,7 @@ class PegInsertionSideEnv(BaseEnv):
         self.box_hole_offsets = torch.tensor([(0.0, *o) for _, _, o in drawn], dtype=torch.float32)  # (N, 3)
         self.box_hole_radii = self.peg_half_sizes[:, 1] + CLEARANCE  # (N,)
         self.box_parts = [box_with_hole_parts(r + CLEARANCE, l, l, o) for l, r, o in drawn]
-        pegs = [peg_parts(l, r) for l, r, _ in drawn]
+        pegs = [peg_parts((l, r, r), HEAD_COLOR, TAIL_COLOR) for l, r, _ in drawn]
         self.peg = build_parts(self.world, "peg", lambda i: pegs[i])
         self.box = build_parts(self.world, "box_with_hole", lambda i: self.box_parts[i], body="kinematic")
         self._load_agent(ROBOT_ROOT)
