@@ -33,7 +33,7 @@ SOLUTION = Solution(
     # distances before the goal along its x: the prongs' tips (16 mm ahead of the charger's
     # frame) 3.4 cm out, then re-aimed from the measured pose 9, 3 mm out and 3, 9 mm in: one
     # long push at speed drifts sideways by more than the slots' 0.5 mm clearance
-    + insert("charger", attr("goal_pose"), lambda env, idx: torch.zeros(len(idx)), approach=0.05, steps=(0.025, 0.019, 0.013, 0.007), steady=3)
-    + (Settle(steps=10),),
+    + insert("charger", attr("goal_pose"), lambda env, idx: torch.zeros(len(idx)), approach=0.05, steps=(0.025, 0.019, 0.013, 0.007))
+    + (Settle(steps=10, hold=3),),
     obstacles=scene(table_boxes, parts_of("receptacle", "receptacle_parts")),
 )
