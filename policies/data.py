@@ -20,11 +20,10 @@ from typing import Any
 import numpy as np
 import torch
 
-from envs.modes import ControlMode, ObsMode
+from envs.modes import ObsMode
 from policies.config import DatasetConfig
 from replay.trajectory import TrajectoryFile
 
-HOLD_STILL_MODES = {m for m in ControlMode if "delta" in m.value or "vel" in m.value}
 ENV_KWARGS_KEPT = ("robot_uids", "sensor_configs")  # env_kwargs of a demo file that an eval env reuses
 
 

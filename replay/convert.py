@@ -36,7 +36,7 @@ from replay.control import CONVERTIBLE, ActionNoise, ConvertLimits
 from replay.observe import OBS_UNITS
 from replay.trajectory import TrajectoryError, TrajectoryWriter, batch_env_kwargs, precompress, read_meta, sidecar_path
 
-POSITION_SOURCES = CONVERTIBLE  # modes whose drive targets are a position reference
+POSITION_SOURCES = tuple(m for m in CONVERTIBLE if m is not ControlMode.PD_JOINT_VEL)  # drive targets are a position reference
 
 
 @dataclass

@@ -154,7 +154,7 @@ def test_rendering_does_not_change_physics(make, env_id):
 
 
 def test_sensor_configs_override_and_validate(make):
-    env = make("PickCube-v1", num_envs=1, obs_mode="rgb", sensor_configs={"width": 20, "height": 10, "hand_camera": None, "base_camera": {"fov": math.pi / 3}})
+    env = make("PickCube-v1", num_envs=1, obs_mode="rgb", robot_uids="panda_wristcam", sensor_configs={"width": 20, "height": 10, "hand_camera": None, "base_camera": {"fov": math.pi / 3}})
     obs, _ = env.reset(seed=0)
     assert set(obs["cameras"]) == {"base_camera"}
     assert obs["cameras"]["base_camera"]["rgb"].shape == (1, 10, 20, 3)
@@ -163,11 +163,11 @@ def test_sensor_configs_override_and_validate(make):
     with pytest.raises(ValueError, match="unknown sensor_configs key.*'wrist'.*allowed: width, height"):
         make("PickCube-v1", obs_mode="rgb", sensor_configs={"wrist": {}})
     with pytest.raises(ValueError, match="camera hand_camera: unknown setting.*'zoom'.*allowed: width"):
-        make("PickCube-v1", obs_mode="rgb", sensor_configs={"hand_camera": {"zoom": 2}})
+        make("PickCube-v1", obs_mode="rgb", robot_uids="panda_wristcam", sensor_configs={"hand_camera": {"zoom": 2}})
     with pytest.raises(ValueError, match="width must be an integer"):
         make("PickCube-v1", obs_mode="rgb", sensor_configs={"width": 0})
     with pytest.raises(ValueError, match="unknown camera mount 'wrist'; allowed: table, cube, robot/panda_link0"):
-        make("PickCube-v1", obs_mode="rgb", sensor_configs={"hand_camera": {"mount": "wrist"}})
+        make("PickCube-v1", obs_mode="rgb", robot_uids="panda_wristcam", sensor_configs={"hand_camera": {"mount": "wrist"}})
 
 
 def test_pointcloud_is_reproducible_with_a_seed(make):

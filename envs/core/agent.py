@@ -38,7 +38,9 @@ class Agent:
         model = spec.model
 
         def build(scene: sapien.Scene, i: int, pose: sapien.Pose):
-            return build_articulation(scene, model, pose, f"{name}_{i}", visual=world.visual, ignore_bit=ignore_bit)
+            return build_articulation(
+                scene, model, pose, f"{name}_{i}", visual=world.visual, ignore_bit=ignore_bit, link_materials=spec.link_materials
+            )
 
         self.group: ArticulationGroup = world.add_articulation(name, build, root_pose)
         self.num_envs = world.num_envs

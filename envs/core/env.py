@@ -48,7 +48,7 @@ from envs.core.agent import Agent
 from envs.core.build import SELF_COLLISION_BIT
 from envs.core.world import BatchedWorld
 from envs.modes import ControlMode, ObsMode, RenderMode, SimBackend, parse_mode
-from envs.robots import get_robot
+from envs.robots import get_robot, robot_family
 from envs.sensors.config import CameraConfig, default_base_camera, default_render_camera, resolve_sensor_configs
 
 
@@ -234,8 +234,7 @@ class BaseEnv(gym.Env):
         if len(uids) != self.num_robots:
             raise ValueError(f"{self.env_id} takes {self.num_robots} robot(s); got robot_uids={robot_uids!r}")
         for uid in uids:
-            if uid not in self.supported_robots:
-                get_robot(uid)  # unknown robots get the registry's own message
+            if uid not in self.supported_robots and robot_family(uid) not in self.supported_robots:
                 raise ValueError(
                     f"{self.env_id} does not support robot {uid!r}; allowed: {', '.join(self.supported_robots)}"
                 )
@@ -263,6 +262,7 @@ class BaseEnv(gym.Env):
     def _initialize(self, env_idx: torch.Tensor) -> None:
         self.rng.idx = env_idx.tolist()
         self._initialize_episode(env_idx, self.rng)
+        self.controller.reset(env_idx)  # controllers take their targets from the new state
         self.elapsed_steps[env_idx] = 0
 
     def reset(self, *, seed: int | Sequence[int] | None = None, options: dict | None = None):
@@ -355,6 +355,7 @@ class BaseEnv(gym.Env):
             getattr(self, k)[idx] = state["task"][k].reshape(getattr(self, k)[idx].shape)
         for agent in self.agents:
             agent.sync_targets()
+        self.controller.sync(torch.arange(self.num_envs) if env_idx is None else idx)
 
     def get_state(self) -> torch.Tensor:
         """(N, D): every dynamic actor's pose and velocity, each articulation's root pose,
