@@ -19,9 +19,10 @@ REFUSED_MODES = [(e, m.value) for e in ENV_IDS for m in ControlMode if m not in 
 
 def _alone(env_id: str, k: int) -> dict:
     """kwargs that build env k's scene in a one-env instance: a task whose objects differ per env
-    (e.g. PegInsertionSide's pegs) takes a `geometry_seed`, one seed per env as a list."""
-    takes_seed = "geometry_seed" in inspect.signature(TASKS[env_id].__init__).parameters
-    return {"geometry_seed": [k]} if takes_seed else {}
+    (e.g. PegInsertionSide's pegs) takes a `geometry_seed`, one seed per env as a list (env k of
+    an env built with the default seed s has s + k)."""
+    param = inspect.signature(TASKS[env_id].__init__).parameters.get("geometry_seed")
+    return {"geometry_seed": [param.default + k]} if param is not None else {}
 
 
 def _leaves(tree):

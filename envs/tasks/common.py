@@ -199,9 +199,11 @@ def place(group: ActorGroup, env_idx: torch.Tensor, pos: torch.Tensor, quat: tor
     group.set_velocity(torch.zeros(len(env_idx), 6), env_idx)
 
 
-def reset_robot(agent: Agent, env_idx: torch.Tensor, rng: BatchRNG, noise: float = 0.02) -> None:
-    """The rest keyframe with N(0, noise) rad on every arm joint, at rest."""
-    qpos = torch.tensor(agent.spec.rest_qpos).repeat(len(env_idx), 1)
+def reset_robot(
+    agent: Agent, env_idx: torch.Tensor, rng: BatchRNG, noise: float = 0.02, qpos: Sequence[float] | None = None
+) -> None:
+    """The rest keyframe (or `qpos`) with N(0, noise) rad on every arm joint, at rest."""
+    qpos = torch.tensor(agent.spec.rest_qpos if qpos is None else qpos).repeat(len(env_idx), 1)
     qpos[:, agent.arm] += rng.normal(noise, (len(agent.arm),))
     agent.reset_to(qpos, env_idx)
 
