@@ -4,7 +4,8 @@
 # On a machine without a GPU it also installs Mesa's lavapipe (software Vulkan, scripts/lavapipe.sh)
 # so that cameras render; `python -m envs.doctor` reports which Vulkan device SAPIEN uses.
 #   bash setup.sh          # the package and its command-line tools
-#   bash setup.sh --test   # ... plus what the tests need (the camera tests render: lavapipe is required)
+#   bash setup.sh --test   # ... plus what the tests need (the camera tests render: lavapipe is required;
+#                          # the report test opens pages in headless Chromium: Debian's chromium package)
 set -euo pipefail
 cd "$(dirname "$0")"
 extras=""
@@ -29,5 +30,10 @@ elif [ -n "$extras" ]; then
   exit 1
 else
   echo "setup.sh: warning: lavapipe not installed; state obs modes work, visual ones need a Vulkan device" >&2
+fi
+if [ -n "$extras" ] && ! command -v chromium >/dev/null; then
+  (apt-get update >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium >/dev/null) \
+    || { echo "setup.sh: installing chromium failed; tests/test_dataset_report.py needs it (apt-get install chromium, as root)" >&2; exit 1; }
+  echo "chromium installed (tests/test_dataset_report.py opens the dataset report in it)"
 fi
 echo "SkillForge is set up in .venv (torch $($py -c 'import torch; print(torch.__version__)'))"

@@ -35,9 +35,9 @@ def _make(env_id: str, n: int, batched: bool):
 
 
 def _compare(a: dict, b: dict, label: str) -> None:
-    for uid in a["cameras"]:
+    for uid in a["sensor_data"]:
         for key in ("rgb", "depth"):
-            x, y = a["cameras"][uid][key].numpy().astype(np.int32), b["cameras"][uid][key].numpy().astype(np.int32)
+            x, y = a["sensor_data"][uid][key].numpy().astype(np.int32), b["sensor_data"][uid][key].numpy().astype(np.int32)
             diff = np.abs(x - y)
             print(f"{label:>8} {uid:>12} {key:>5}: max diff {diff.max():>5}, pixels differing {np.mean(diff.max(-1) > 0):.4%}, "
                   f"mean {x.mean():.1f} vs {y.mean():.1f}")

@@ -6,8 +6,9 @@
                    [--executor local|ray [--address ADDR]]
     demos list
     demos info FILE
-    demos verify FILE [--num-envs B]
+    demos verify FILE [--num-envs B] [--shuffle SEED]
     demos merge OUT IN [IN ...] [--overwrite]
+    demos report FILE [--out report.html] [--videos K]
 """
 
 from __future__ import annotations
@@ -73,11 +74,16 @@ def _parser() -> argparse.ArgumentParser:
     i.add_argument("file", type=Path)
     v = sub.add_parser("verify", help="replay every episode's actions and count reproduced successes")
     v.add_argument("file", type=Path)
-    v.add_argument("--num-envs", type=int, default=16)
+    v.add_argument("--num-envs", type=int, default=16, help="episodes replayed together, each batch in a fresh env")
+    v.add_argument("--shuffle", type=int, metavar="SEED", help="replay the episodes in an order shuffled by SEED")
     m = sub.add_parser("merge", help="join files of one task, renumbering episodes")
     m.add_argument("out", type=Path)
     m.add_argument("inputs", type=Path, nargs="+")
     m.add_argument("--overwrite", action="store_true")
+    r = sub.add_parser("report", help="one self-contained HTML page to judge a demonstration file before training")
+    r.add_argument("file", type=Path)
+    r.add_argument("--out", type=Path, help="the page (default: beside FILE, NAME.report.html)")
+    r.add_argument("--videos", type=int, default=3, help="episodes shown as videos when the file has camera images (default 3)")
     return p
 
 
@@ -165,7 +171,9 @@ def _info(args) -> int:
 def _verify(args) -> int:
     from replay.verify import verify_file
 
-    ok, total, failed = verify_file(args.file, args.num_envs)
+    if args.num_envs < 1:
+        raise ValueError(f"--num-envs must be positive, got {args.num_envs}")
+    ok, total, failed = verify_file(args.file, args.num_envs, args.shuffle)
     print(f"{args.file}: {ok}/{total} episodes reproduce their recorded outcome ({ok / max(total, 1):.1%})")
     if failed:
         print(f"not reproduced: episode ids {failed[:20]}{' ...' if len(failed) > 20 else ''}")
@@ -184,9 +192,19 @@ def _merge(args) -> int:
     return 0
 
 
+def _report(args) -> int:
+    from demos.report import build_report
+
+    if args.videos < 0:
+        raise ValueError(f"--videos must be >= 0, got {args.videos}")
+    out = build_report(args.file, args.out, args.videos)
+    print(f"{out}: report of {args.file} ({out.stat().st_size / 2**10:.0f} KiB)")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    commands = {"generate": _generate, "list": _list, "info": _info, "verify": _verify, "merge": _merge}
+    commands = {"generate": _generate, "list": _list, "info": _info, "verify": _verify, "merge": _merge, "report": _report}
     try:
         return commands[args.command](args)
     except (ValueError, OSError) as e:  # bad input; TrajectoryError is a ValueError

@@ -87,7 +87,15 @@ class GenerateConfig:
 
     @property
     def env_kwargs(self) -> dict:
-        return {"obs_mode": self.obs_mode, "control_mode": self.control_mode, "robot_uids": self.robot_uids}
+        """Stored in the file: replays build their envs with them. Isolated physics makes an
+        episode's replay bit-identical whatever batch it runs in; on a shared PhysX system its
+        place and neighbours move the last bits, which a grasp amplifies. A solution that needs
+        longer episodes than the task's default stores its own limit."""
+        kwargs = {"obs_mode": self.obs_mode, "control_mode": self.control_mode, "robot_uids": self.robot_uids,
+                  "physics": {"isolated": True}}
+        if self.solution.max_episode_steps is not None:
+            kwargs["max_episode_steps"] = self.solution.max_episode_steps
+        return kwargs
 
 
 def versions() -> dict[str, str]:
@@ -185,7 +193,7 @@ def generate(cfg: GenerateConfig, on_progress: Callable[[Progress], None] | None
     if resume:
         _check_resumable(cfg, target)
     meta = {
-        "env_info": {"env_id": cfg.env_id, "env_kwargs": cfg.env_kwargs, "max_episode_steps": TASKS[cfg.env_id].default_max_episode_steps},
+        "env_info": {"env_id": cfg.env_id, "env_kwargs": cfg.env_kwargs, "max_episode_steps": cfg.env_kwargs.get("max_episode_steps", TASKS[cfg.env_id].default_max_episode_steps)},
         "source_type": "motionplanning",
         "source_desc": f"SkillForge mplib solution for {cfg.env_id}",
         "generation": {"seed": cfg.seed, "shard": list(cfg.shard), "only_success": cfg.only_success, "hold": cfg.hold, "speed": cfg.speed},

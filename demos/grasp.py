@@ -59,14 +59,19 @@ def top_down_grasp(
     depth: float = 0.0,
     clear_of: torch.Tensor | None = None,
     axes: tuple[int, ...] = (0, 1),
+    final_q: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """TCP poses (k, 7) grasping boxes from above, the fingers closing along one of the box's
-    `axes` (its local x and y by default) whose width fits, the one nearest reference_q.
+    `axes` (its local x and y by default; local z for a box lying on a side) whose width fits
+    and that lies near the horizontal, the one nearest reference_q.
 
     obj_pose (k, 7), half_size (k, 3) in the object frame; reference_q (k, 4) the TCP orientation
     to stay close to. The grasp point is the box centre raised by `depth` (m). With `clear_of`
     (k, 3), points the open fingers must stay away from (a neighbouring object), the closing
-    axis is the box axis more nearly perpendicular to the direction towards that point."""
+    axis is the box axis more nearly perpendicular to the direction towards that point. With
+    `final_q` (k, 4), the TCP orientation reference_q should have once the object is placed,
+    expressed as the orientation a grasp taken now would need (see `grasp_for_placing`), the
+    grasp nearest both is chosen: the wrist then neither starts nor ends near its limits."""
     k = obj_pose.shape[0]
     rot = quat_to_matrix(obj_pose[:, 3:])  # columns: object axes in the env frame
     down = torch.tensor([0.0, 0.0, -1.0]).expand(k, 3)
@@ -82,10 +87,16 @@ def top_down_grasp(
         for sign in (1.0, -1.0):
             q = quat_mul(_frame(down, sign * closing), torch.tensor(adapter.tcp_from_grasp).expand(k, 4))
             angle = quat_angle(q, reference_q)
+            if final_q is not None:
+                angle = angle + quat_angle(q, final_q)
             if toward is not None:  # towards the neighbour: |cos| of this axis vs the other's
-                facing = (closing * toward).sum(1).abs() - (rot[:, :, 1 - axis] * toward).sum(1).abs()
+                other = rot[:, :, 1 - axis] if axis < 2 else rot[:, :, 1]
+                facing = (closing * toward).sum(1).abs() - (other * toward).sum(1).abs()
                 angle = angle + 10.0 * (facing > 0).float()
-            angle = torch.where(width <= adapter.max_width - 0.005, angle, torch.full_like(angle, 1e3))
+            # the fingers close across the box, in the horizontal plane: a box axis standing near
+            # vertical (a box lying on a side turned about that axis) cannot be closed along
+            fits = (width <= adapter.max_width - 0.005) & (closing[:, 2].abs() < 0.7)
+            angle = torch.where(fits, angle, torch.full_like(angle, 1e3))
             if best is None:
                 best, best_angle = q, angle
             else:

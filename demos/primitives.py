@@ -9,14 +9,14 @@ a stage starts, so they see where earlier stages really left things.
 from __future__ import annotations
 
 import math
-from typing import Callable, Sequence
+from typing import Callable, Sequence, Union
 
 import torch
 
 from demos.grasp import GraspAdapter, offset_along_approach, top_down_grasp
 from demos.planner import Box
 from demos.stages import CLOSED, OPEN, Grip, MoveTo, Stage
-from envs.core.pose import axis_angle_to_quat, matrix_to_quat, pose_inv, pose_mul, quat_angle, quat_conj, quat_mul
+from envs.core.pose import axis_angle_to_quat, matrix_to_quat, pose_inv, pose_mul, quat_angle, quat_apply, quat_conj, quat_mul
 from envs.tasks.common import TABLE_CENTRE, TABLE_HALF, Part
 
 Value = Callable[[object, torch.Tensor], torch.Tensor]  # (env, idx) -> (len(idx), D)
@@ -107,6 +107,7 @@ def parts_of(obj: str, parts: str) -> Obstacles:
         out = []
         for k, i in enumerate(idx.tolist()):
             own: Sequence[Part] = all_parts[i] if isinstance(all_parts[0], (list, tuple)) else all_parts
+            own = [p for p in own if p.collision]
             local = torch.tensor([[*p.pose.p, *p.pose.q] for p in own], dtype=torch.float32)
             world = pose_mul(pose[k : k + 1].expand(len(own), 7), local)
             out.append([Box(f"{obj}_{j}", tuple(world[j].tolist()), tuple(p.half_size)) for j, p in enumerate(own)])
@@ -127,15 +128,26 @@ def scene(*sources: Obstacles) -> Obstacles:
 
 # ---- targets ------------------------------------------------------------------------------------
 def grasp_at(
-    pose: Value, half_size: Value, depth: float = 0.0, clear_of: Value | None = None, axes: tuple[int, ...] = (0, 1)
+    pose: Value,
+    half_size: Value,
+    depth: float = 0.0,
+    clear_of: Value | None = None,
+    axes: tuple[int, ...] = (0, 1),
+    placed: tuple[Value, Value] | None = None,
 ) -> Target:
     """Target: a top-down grasp of the box of half extents half_size (k, 3) at pose (k, 7), the
-    fingers closing along one of its local `axes`."""
+    fingers closing along one of its local `axes`. With `placed` = (the held object's pose now,
+    its pose once placed), the grasp that also leaves the wrist nearest its rest orientation
+    at the placed pose is preferred."""
 
     def target(env, idx, adapter):
         avoid = clear_of(env, idx) if clear_of is not None else None
         q = rest_tcp_q(env, idx)
-        return top_down_grasp(pose(env, idx), half_size(env, idx), adapter, q, depth, avoid, axes)
+        final = None
+        if placed is not None:  # a grasp g now is goal * now^-1 * g once placed: compare g to now * goal^-1 * rest
+            now, goal = placed[0](env, idx), placed[1](env, idx)
+            final = quat_mul(quat_mul(now[:, 3:], quat_conj(goal[:, 3:])), q)
+        return top_down_grasp(pose(env, idx), half_size(env, idx), adapter, q, depth, avoid, axes, final)
 
     return target
 
@@ -143,6 +155,27 @@ def grasp_at(
 def grasp_target(obj: str, half_size: str, clear_of: Value | None = None) -> Target:
     """Target: a top-down grasp of actor group `env.<obj>` whose half extents are `env.<half_size>`."""
     return grasp_at(pose_of(obj), attr(half_size), clear_of=clear_of)
+
+
+def tilted(grasp: Target, degrees: float, toward: Value) -> Target:
+    """Target: grasp's TCP pose turned by `degrees` about its closing axis (y), the approach
+    leaning towards the direction toward(env, idx) (k, 3): the pads keep their plane, the wrist
+    above them moves back, away from that direction."""
+
+    def target(env, idx, adapter):
+        tcp = grasp(env, idx, adapter)
+        d = toward(env, idx)
+        best, best_lean = None, None
+        for sign in (1.0, -1.0):
+            turn = axis_angle_to_quat(torch.tensor([0.0, sign * math.radians(degrees), 0.0]).expand(len(idx), 3))
+            q = quat_mul(tcp[:, 3:], turn)
+            lean = (quat_apply(q, torch.tensor([0.0, 0.0, 1.0]).expand(len(idx), 3)) * d).sum(1)
+            take = torch.ones_like(lean, dtype=torch.bool) if best is None else lean > best_lean
+            best = q if best is None else torch.where(take[:, None], q, best)
+            best_lean = lean if best_lean is None else torch.where(take, lean, best_lean)
+        return torch.cat((tcp[:, :3], best), 1)
+
+    return target
 
 
 def pre_grasp(grasp: Target, distance: float = 0.06) -> Target:
@@ -217,10 +250,12 @@ def _yaw_frame(y_axis: torch.Tensor) -> torch.Tensor:
     return axis_angle_to_quat(yaw[:, None] * torch.tensor([0.0, 0.0, 1.0]))
 
 
-def stand_upright(obj: str, height: Value | None = None) -> Target:
+def stand_upright(obj: str, height: Value | None = None, turns: tuple[float, float] | None = None) -> Target:
     """Target: turn the held `env.<obj>` (held with its local x across the approach) so its x is
-    vertical and its centre at height(env, idx) (k,), or turning about the TCP. The object's free turn about its own axis
-    is spent on the wrist: the gripper ends horizontal, as the adapter's `side_hold` says."""
+    vertical and its centre at height(env, idx) (k,), or turning about the TCP. The object's
+    free turn about its own axis is spent on the wrist: the gripper ends horizontal, its approach
+    at a yaw from the outward direction in the adapter's `side_hold` range, or in `turns`
+    (degrees, lo and hi) where the task cares which way the object faces."""
 
     def target(env, idx, adapter):
         tcp = env.agent.tcp_pose[idx]
@@ -228,9 +263,10 @@ def stand_upright(obj: str, height: Value | None = None) -> Target:
         grip = pose_mul(pose_inv(held), tcp)  # the TCP in the object's frame
         outward = held[:, :3] - env.agent.root_pose[idx, :3]
         lo, hi, up = adapter.side_hold
+        lo, hi = turns if turns is not None else (lo, hi)
         x = torch.tensor([0.0, 0.0, up]).expand(len(idx), 3)
         best, best_angle = None, None
-        for turn in torch.linspace(lo, hi, 7).tolist():  # the least turn from the grip now
+        for turn in torch.linspace(lo, hi, 7 if turns is None else 2).tolist():  # the least turn from the grip now
             yaw = torch.atan2(outward[:, 1], outward[:, 0]) + math.radians(turn)
             approach = torch.stack((torch.cos(yaw), torch.sin(yaw), torch.zeros_like(yaw)), 1)
             q = matrix_to_quat(torch.stack((x, torch.cross(approach, x, dim=1), approach), 2))
@@ -283,18 +319,27 @@ def push(obj: str, goal: Value, contact: Value, hover: float = 0.05, overshoot: 
     )
 
 
+Distance = Union[float, Callable[[object, torch.Tensor], torch.Tensor]]  # m, or (env, idx) -> (k,)
+
+
+def _distance(d: Distance) -> Callable[[object, torch.Tensor], torch.Tensor]:
+    return d if callable(d) else (lambda env, idx: torch.full((len(idx),), float(d)))
+
+
 def insert(
-    obj: str, goal: Value, depth: Callable, approach: float, steps: Sequence[float], steady: int = 5
+    obj: str, goal: Value, depth: Callable, approach: Distance, steps: Sequence[Distance], steady: int = 5
 ) -> tuple[Stage, ...]:
     """Bring the held `env.<obj>` onto the axis (local x) of goal(env, idx) (k, 7) at `approach`
     m before `depth`, re-aim from the measured pose at each of `steps` (m before depth, each
-    straight), then push along the axis to depth(env, idx) (k,)."""
+    straight), then push along the axis to depth(env, idx) (k,). Distances are metres or
+    functions (env, idx) -> (k,) of them."""
 
-    def before(distance: float) -> Value:
-        return offset_pose(goal, along_x(lambda env, idx: depth(env, idx) - distance))
+    def before(distance: Distance) -> Value:
+        d = _distance(distance)
+        return offset_pose(goal, along_x(lambda env, idx: depth(env, idx) - d(env, idx)))
 
     stages: list[Stage] = [MoveTo("align", place_at(obj, before(approach)), CLOSED)]
-    for d in steps:  # the arm comes to rest first: the correction then sees its sag, not its lag
-        stages += [Grip("steady", CLOSED, steps=steady), MoveTo(f"re-aim {d * 100:.0f} cm", place_at(obj, before(d)), CLOSED, screw_only=True)]
+    for k, d in enumerate(steps):  # the arm comes to rest first: the correction then sees its sag, not its lag
+        stages += [Grip("steady", CLOSED, steps=steady), MoveTo(f"re-aim {k + 1}", place_at(obj, before(d)), CLOSED, screw_only=True)]
     stages += [Grip("steady", CLOSED, steps=steady), MoveTo("insert", place_at(obj, before(0.0)), CLOSED, screw_only=True)]
     return tuple(stages)

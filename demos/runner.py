@@ -2,13 +2,20 @@
 planner processes), then executes all plans together.
 
 Envs whose plan is shorter than the longest are restored, at the stage's end, to the state they
-reached when their own plan ended, so an episode records only its own steps: replaying its
-actions from its initial state retraces it, without the waiting that batching needed.
+reached when their own plan ended, so an episode records only its own steps, without the waiting
+that batching needed.
+
+A restore, and every episode an env ran before, leave PhysX state that moves the last bits of
+later contacts. So the episodes of a batch are recorded, at its end, by replaying their actions
+from their initial states in a freshly built env (`replay.verify.record_replay`), exactly as
+`demos verify` and `replay convert` replay them: an episode counts as solved only when that replay
+holds success for the last `hold` steps.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Callable
 
 import numpy as np
 import torch
@@ -20,6 +27,7 @@ from demos.stages import Grip, MoveTo, Settle, Solution
 from envs.core.env import BaseEnv
 from envs.core.pose import pose_inv, pose_mul
 from replay.trajectory import Episode
+from replay.verify import record_replay
 
 
 def _rows(tree, i: int):
@@ -58,8 +66,11 @@ class _Recorder:
     truncated: list = field(default_factory=list)
     failure: str | None = None
     solved: bool = False
+    replayed: Episode | None = None  # the episode as its replay in a fresh env ran it
 
     def episode(self, record_obs: bool) -> Episode:
+        if self.replayed is not None:
+            return self.replayed
         return Episode(
             actions=np.stack(self.actions).astype(np.float32),
             terminated=np.array(self.terminated, bool),
@@ -84,8 +95,12 @@ class Outcome:
 
 class Runner:
     def __init__(self, env: BaseEnv, solution: Solution, pool: PlannerPool, adapter: GraspAdapter, record_obs: bool,
-                 speed: float = 1.0):
+                 speed: float = 1.0, fresh_env: Callable[[list[Episode]], BaseEnv] | None = None, hold: int = 1):
+        """fresh_env(episodes): a newly built env with one env per episode, in which the batch's
+        episodes are recorded; None records them as the batch ran (tests of the runner alone)."""
         self.env = env
+        self.fresh_env = fresh_env
+        self.hold = hold
         self.speed = speed
         self.solution = solution
         self.pool = pool
@@ -158,6 +173,7 @@ class Runner:
                 break
             plans = self._plans(stage, idx, recs)
             self._execute(plans, recs, settle=stage.hold if isinstance(stage, Settle) else 0)
+        self._record_by_replay(recs)
         outcomes = []
         for r in recs:
             if r.failure is None and not r.solved:
@@ -168,6 +184,25 @@ class Runner:
                 Outcome(r.seed, r.episode(self.record_obs) if r.actions else None, r.solved, "success" if r.solved else r.failure)
             )
         return outcomes
+
+    def _record_by_replay(self, recs: list[_Recorder]) -> None:
+        """Replaces the solved episodes' recordings with their replay in a fresh env; one whose
+        replay does not hold success for its last `hold` steps is not solved."""
+        if self.fresh_env is None:
+            return
+        solved = [r for r in recs if r.solved]
+        if not solved:
+            return
+        episodes = [r.episode(self.record_obs) for r in solved]
+        env = self.fresh_env(episodes)
+        try:
+            replayed = record_replay(env, episodes, self.record_obs)
+        finally:
+            env.close()
+        for r, e in zip(solved, replayed):
+            r.replayed = e
+            if not e.success[-self.hold :].all():
+                r.solved, r.failure = False, f"its replay from the initial state does not hold success for the last {self.hold} steps"
 
     def _execute(self, plans: dict[int, torch.Tensor], recs: list[_Recorder], settle: int) -> None:
         """Steps every env through its plan; with settle > 0, an env also stops (solved) once

@@ -60,6 +60,10 @@ class Solution:
     stages: tuple[Stage, ...]
     # obstacles(env, idx) -> per env, boxes in the env frame the planner must avoid
     obstacles: Callable[[object, torch.Tensor], list[list[Box]]]
+    # episodes are recorded in an env built with this step limit (stored in the demo's env
+    # kwargs) when the task's own is too short for a planned solution, as ManiSkill's own
+    # motion-planning demos run past it; None: the task's limit
+    max_episode_steps: int | None = None
 
 
 def with_hold(solution: Solution, hold: int) -> Solution:

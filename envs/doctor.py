@@ -24,7 +24,7 @@ print("DEVICE", system.device.name)
 import gymnasium as gym, envs
 env = gym.make("PickCube-v1", num_envs=1, obs_mode="rgbd", sensor_configs={"width": 32, "height": 32})
 obs, _ = env.reset(seed=0)
-rgb = obs["cameras"]["base_camera"]["rgb"].numpy()
+rgb = obs["sensor_data"]["base_camera"]["rgb"].numpy()
 print("PICTURE", rgb.shape, int(rgb.std() > 0))
 """
 

@@ -2,7 +2,7 @@
 episode-level seeded train/val split, and windows of observation histories and action chunks.
 
 Reads this project's trajectory files and ManiSkill-layout ones alike (traj_<i>/actions, traj_<i>/obs
-as a flat state dataset or a tree with agent/extra and cameras under `cameras/` or `sensor_data/`,
+as a flat state dataset or a tree with agent/extra and images under ManiSkill's `sensor_data/<camera>/`,
 a JSON sidecar with env_info). The HDF5 file is read through `replay.trajectory.TrajectoryFile`,
 which opens lazily in the process that reads (fork-safe).
 
@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from envs.modes import ControlMode, ObsMode
+from envs.modes import ObsMode
 from policies.config import DERIVED_INPUTS, DatasetConfig
 from replay.trajectory import TrajectoryFile
 
@@ -66,7 +66,6 @@ def with_derived(leaves: dict[str, Any], names: tuple[str, ...]) -> dict[str, An
     return out
 
 
-HOLD_STILL_MODES = {m for m in ControlMode if "delta" in m.value or "vel" in m.value}
 ENV_KWARGS_KEPT = ("robot_uids", "sensor_configs")  # env_kwargs of a demo file that an eval env reuses
 
 
@@ -115,11 +114,12 @@ def _leaves(tree: dict[str, Any], prefix: str = "") -> dict[str, Any]:
 
 def _state_leaves(obs: dict[str, Any]) -> dict[str, Any]:
     """Every non-camera leaf of an observation tree, by path (agent/qpos, extra/goal_pos, ...)."""
-    return _leaves({k: v for k, v in obs.items() if k not in ("cameras", "sensor_data", "sensor_param")})
+    return _leaves({k: v for k, v in obs.items() if k not in ("sensor_data", "sensor_param", "pointcloud")})
 
 
 def _camera_tree(obs: dict[str, Any]) -> dict[str, Any]:
-    return obs.get("cameras", obs.get("sensor_data", {}))
+    """Camera uid -> its images (sensor_data/<uid>/rgb, .../depth), as ManiSkill lays them out."""
+    return obs.get("sensor_data", {})
 
 
 def _paths(leaves: dict[str, Any], keys: tuple[str, ...]) -> tuple[str, ...]:

@@ -9,7 +9,7 @@ import torch
 from torch.utils.data import DataLoader, Dataset
 
 from policies.config import DatasetConfig
-from policies.data import HOLD_STILL_MODES, DemoData, gather
+from policies.data import DemoData, gather
 from policies.normaliser import Normaliser
 from envs.modes import ControlMode
 
@@ -82,7 +82,7 @@ class DemoDataModule(L.LightningDataModule):
             split: {k: v.to(device) for k, v in data.windows(eps, self.obs_horizon, self.pred_horizon).items()}
             for split, eps in (("train", self.train_episodes), ("val", self.val_episodes))
         }
-        self.hold_still = ControlMode(self.env["control_mode"]) in HOLD_STILL_MODES
+        self.hold_still = ControlMode(self.env["control_mode"]).zero_holds_still
 
     def num_samples(self, split: str) -> int:
         return len(self.tables[split]["obs"])

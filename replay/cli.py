@@ -6,6 +6,8 @@
     replay split FILE --val 0.1 [--seed 0] [--out-dir DIR]
     replay subset FILE OUT [--count K] [--success-only]
     replay merge OUT IN [IN ...]
+    replay export FILE --format lerobot --out DIR [--fps F] [--task TEXT] [--video] [--camera NAME ...]
+                  [--overwrite]
 
 Bad input (a missing or non-trajectory file, a sidecar that does not match its HDF5 file, an
 unknown mode or env id) gets one line on stderr, exit code 2, and nothing is written.
@@ -17,13 +19,15 @@ import argparse
 import sys
 from pathlib import Path
 
+from envs.modes import ObsMode
+
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="replay", description="Convert, split and subset trajectory files.")
     sub = p.add_subparsers(dest="command", required=True)
     c = sub.add_parser("convert", help="the same episodes in another obs and/or control mode")
     c.add_argument("file", type=Path, help="input trajectory .h5 (never modified)")
-    c.add_argument("--obs", help="obs mode: none, state, state_dict, rgb, depth, rgbd, pointcloud, segmentation (default: the input's)")
+    c.add_argument("--obs", help=f"obs mode: {', '.join(m.value for m in ObsMode)} (default: the input's)")
     c.add_argument("--control", help="control mode: pd_joint_pos, pd_joint_delta_pos, pd_ee_delta_pos, pd_ee_delta_pose, pd_ee_pose (default: the input's)")
     c.add_argument("--out", type=Path, help="output .h5 (default: FILE's name + .OBS.CONTROL.h5, beside it)")
     c.add_argument("--num-envs", type=int, help="episodes converted at once in one batched env (default 64; 16 for camera modes)")
@@ -58,7 +62,38 @@ def _parser() -> argparse.ArgumentParser:
     m = sub.add_parser("merge", help="join files of one task and control mode, renumbering episodes")
     m.add_argument("out", type=Path)
     m.add_argument("inputs", type=Path, nargs="+")
+    e = sub.add_parser("export", help="the episodes as a dataset of another library's format (LeRobot v3.0)")
+    e.add_argument("file", type=Path, help="input trajectory .h5 (never modified)")
+    e.add_argument("--format", choices=["lerobot"], default="lerobot", help="output format (default lerobot: LeRobot dataset v3.0)")
+    e.add_argument("--out", type=Path, required=True, help="output folder (written as DIR.partial, renamed when complete)")
+    e.add_argument("--fps", type=int, help="frames per second (default: the env's control frequency)")
+    e.add_argument("--task", help="the task's instruction text (default: the task's one-line description)")
+    e.add_argument("--video", action="store_true", help="camera images as AV1 mp4 files under videos/ (default: PNG in the parquet rows)")
+    e.add_argument("--camera", action="append", help="export this camera's rgb images (repeatable; default: every camera)")
+    e.add_argument("--overwrite", action="store_true", help="replace an existing output folder")
+    e.add_argument("--no-progress", action="store_true", help="no progress bar")
     return p
+
+
+def _export(args) -> int:
+    from tqdm import tqdm
+
+    from replay.lerobot import ExportConfig, export_lerobot
+    from replay.trajectory import read_meta
+
+    cfg = ExportConfig(file=args.file, out=args.out, fps=args.fps, task=args.task, video=args.video,
+                       cameras=args.camera, overwrite=args.overwrite)
+    total = len(read_meta(cfg.file)["episodes"])
+    try:
+        with tqdm(total=total, unit="ep", desc="export", dynamic_ncols=True, disable=args.no_progress) as bar:
+            r = export_lerobot(cfg, bar.update)
+    except KeyboardInterrupt:
+        print(f"interrupted: nothing written to {cfg.out}", file=sys.stderr)
+        return 130
+    print(f"{r.out}: LeRobot v3.0 dataset, {r.episodes} episodes, {r.frames} frames at {r.fps} fps; features: {', '.join(r.features)}")
+    if r.skipped:
+        print(f"left out {r.skipped} episodes without actions")
+    return 0
 
 
 def _convert(args) -> int:
@@ -128,7 +163,7 @@ def _check_out(out: Path, inputs: list[Path]) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    commands = {"convert": _convert, "split": _split, "subset": _subset, "merge": _merge}
+    commands = {"convert": _convert, "split": _split, "subset": _subset, "merge": _merge, "export": _export}
     try:
         return commands[args.command](args)
     except (ValueError, OSError, RuntimeError) as e:  # TrajectoryError is a ValueError

@@ -1,28 +1,35 @@
 """Control-mode conversion: one pure function per target mode, plus the batched closed loop.
 
-Every position-type source mode (pd_joint_pos, pd_joint_delta_pos, the ee modes) leaves its
-intent in the recorded state: the arm's drive targets after step t are where step t sent the
-arm. So any source trajectory gives one *reference*, the arm joint targets after each step,
-(T, n_arm), and converting is, per step, "which action of the target mode moves the controller
-from its current joint targets to the reference's next ones". The functions below answer that,
-one per target mode, with no env and no state of their own:
+Every position-type source mode leaves its intent in the recorded state: the arm's drive
+targets after step t are where step t sent the arm. So any source trajectory gives one
+*reference*, the arm joint targets after each step, (T, n_arm), and converting is, per step,
+"which action of the target mode sends the arm from where the mode steps from to the
+reference's next targets". Where a mode steps from is ManiSkill's: the measured qpos / TCP pose
+for pd_joint_delta_pos, pd_ee_delta_pos, pd_ee_delta_pose and pd_joint_delta_pos_vel, the
+previous targets for the `*_target_*` modes. The functions below answer it, one per target
+mode, with no env and no state of their own:
 
-    joint_pos_action(current_q, reference_q)            -> pd_joint_pos
-    joint_delta_pos_action(current_q, reference_q, s)   -> pd_joint_delta_pos
-    ee_delta_pos_action(current_tcp, reference_tcp, s)  -> pd_ee_delta_pos
-    ee_delta_pose_action(current_tcp, reference_tcp, s) -> pd_ee_delta_pose
-    ee_pose_action(reference_tcp)                       -> pd_ee_pose
+    joint_pos_action(reference_q)                            -> pd_joint_pos
+    joint_delta_pos_action(start_q, reference_q, s)          -> pd_joint_delta_pos, pd_joint_target_delta_pos
+    ee_delta_pos_action(start_tcp, reference_tcp, s)         -> pd_ee_delta_pos, pd_ee_target_delta_pos
+    ee_delta_pose_action(start_tcp, reference_tcp, s, r)     -> pd_ee_delta_pose, pd_ee_target_delta_pose
+    ee_pose_action(reference_tcp)                            -> pd_ee_pose
+    joint_vel_action(q, reference_q, control_freq, s)        -> pd_joint_vel
+    joint_pos_vel_action(reference_q)                        -> pd_joint_pos_vel
+    joint_delta_pos_vel_action(q, reference_q, s)            -> pd_joint_delta_pos_vel
 
-Joint functions take (N, n_arm) joint targets; ee functions take (N, 7) root-frame TCP poses
-(xyz + wxyz quaternion), which is what the ee controllers read and write. They return the arm
-part of the action *unbounded*; `saturate` scales a delta action back into [-1, 1] (keeping its
-direction) and says which rows it had to shrink.
+Joint functions take (N, n_arm) joint positions; ee functions take (N, 7) root-frame TCP poses
+(xyz + wxyz quaternion). They return the arm part of the action in the mode's action space but
+*unbounded*; `saturate` scales a normalised action back into its bounds (keeping direction)
+and says which rows it had to shrink. Velocity parts are zero targets: the source's PD drives
+had zero velocity targets, so (pd_joint_pos_vel) replays it exactly.
 
-`convert_batch` runs this closed loop in a batched env: each step it reads the controller's
-current joint targets (the state the ee controllers step from), computes the action towards the
-reference's next targets, and steps. A saturated step does not advance along the reference: the
-next step aims at the same reference point again (a corrective step), at most `max_corrections`
-times per episode. The gripper dim is copied from the source action.
+`convert_batch` runs this closed loop in a batched env: each step it reads the state the
+target mode steps from (measured, or the controller's targets), computes the action towards
+the reference's next targets, and steps. Into the measured-state modes the outcome depends on
+how the arm tracks, so the loop is what makes them work. A saturated step does not advance
+along the reference: the next step aims at the same reference point again (a corrective step),
+at most `max_corrections` times per episode. The gripper dim is copied from the source action.
 """
 
 from __future__ import annotations
@@ -33,81 +40,127 @@ from typing import Callable
 import numpy as np
 import torch
 
-from envs.core.pose import pose_mul, quat_conj, quat_mul, quat_to_axis_angle
+from envs.core.pose import pose_mul, quat_conj, quat_mul, quat_to_euler_xyz
 from envs.modes import ControlMode
 from replay.trajectory import Episode
 
 # ---- one pure function per target mode ------------------------------------------------------
 
 
-def joint_pos_action(current_q: torch.Tensor, reference_q: torch.Tensor) -> torch.Tensor:
+def joint_pos_action(reference_q: torch.Tensor) -> torch.Tensor:
     """pd_joint_pos: the reference targets themselves. (N, n) -> (N, n)"""
     return reference_q.clone()
 
 
-def joint_delta_pos_action(current_q: torch.Tensor, reference_q: torch.Tensor, scale: float) -> torch.Tensor:
-    """pd_joint_delta_pos: the joint step in units of `scale` rad. (N, n) -> (N, n)"""
-    return (reference_q - current_q) / scale
+def joint_delta_pos_action(start_q: torch.Tensor, reference_q: torch.Tensor, scale: float) -> torch.Tensor:
+    """pd_joint_(target_)delta_pos: the joint step from start_q, in units of `scale` rad. (N, n) -> (N, n)"""
+    return (reference_q - start_q) / scale
 
 
-def ee_delta_pos_action(current_tcp: torch.Tensor, reference_tcp: torch.Tensor, scale: float) -> torch.Tensor:
-    """pd_ee_delta_pos: root-frame TCP translation in units of `scale` m. (N, 7) -> (N, 3)"""
-    return (reference_tcp[:, :3] - current_tcp[:, :3]) / scale
+def ee_delta_pos_action(start_tcp: torch.Tensor, reference_tcp: torch.Tensor, scale: float) -> torch.Tensor:
+    """pd_ee_(target_)delta_pos: root-frame TCP translation in units of `scale` m. (N, 7) -> (N, 3)"""
+    return (reference_tcp[:, :3] - start_tcp[:, :3]) / scale
 
 
 def ee_delta_pose_action(
-    current_tcp: torch.Tensor, reference_tcp: torch.Tensor, pos_scale: float, rot_scale: float
+    start_tcp: torch.Tensor, reference_tcp: torch.Tensor, pos_scale: float, rot_scale: float
 ) -> torch.Tensor:
-    """pd_ee_delta_pose: translation (units of pos_scale m) then the rotation vector, root-frame
-    axes, that turns the current TCP orientation into the reference's (units of rot_scale rad).
+    """pd_ee_(target_)delta_pose: translation (units of pos_scale m), then the XYZ Euler angles of
+    the root-frame rotation from the start orientation to the reference's, divided by the
+    controller's rotation factor -rot_scale (ManiSkill scales the rotation by its lower bound).
     (N, 7) -> (N, 6)"""
-    rot = quat_to_axis_angle(quat_mul(reference_tcp[:, 3:], quat_conj(current_tcp[:, 3:])))
-    return torch.cat(((reference_tcp[:, :3] - current_tcp[:, :3]) / pos_scale, rot / rot_scale), 1)
+    euler = quat_to_euler_xyz(quat_mul(reference_tcp[:, 3:], quat_conj(start_tcp[:, 3:])))
+    return torch.cat(((reference_tcp[:, :3] - start_tcp[:, :3]) / pos_scale, euler / -rot_scale), 1)
 
 
 def ee_pose_action(reference_tcp: torch.Tensor) -> torch.Tensor:
-    """pd_ee_pose: the reference TCP pose as position + rotation vector. (N, 7) -> (N, 6)"""
-    return torch.cat((reference_tcp[:, :3], quat_to_axis_angle(reference_tcp[:, 3:])), 1)
+    """pd_ee_pose: the reference TCP pose as position + XYZ Euler angles. (N, 7) -> (N, 6)"""
+    return torch.cat((reference_tcp[:, :3], quat_to_euler_xyz(reference_tcp[:, 3:])), 1)
+
+
+def joint_vel_action(q: torch.Tensor, reference_q: torch.Tensor, control_freq: float, scale: float) -> torch.Tensor:
+    """pd_joint_vel: the velocity that covers reference - q in one control step, in units of
+    `scale` rad/s. (N, n) -> (N, n)"""
+    return (reference_q - q) * control_freq / scale
+
+
+def joint_pos_vel_action(reference_q: torch.Tensor) -> torch.Tensor:
+    """pd_joint_pos_vel: the reference targets and zero velocity targets. (N, n) -> (N, 2n)"""
+    return torch.cat((reference_q, torch.zeros_like(reference_q)), 1)
+
+
+def joint_delta_pos_vel_action(q: torch.Tensor, reference_q: torch.Tensor, scale: float) -> torch.Tensor:
+    """pd_joint_delta_pos_vel: the step from the measured q (units of `scale` rad), then zero
+    velocity targets. (N, n) -> (N, 2n)"""
+    return torch.cat(((reference_q - q) / scale, torch.zeros_like(q)), 1)
+
+
+def _shrink(part: torch.Tensor, size: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    over = size[:, 0] > 1.0 + 1e-6
+    return torch.where(over[:, None], part / size.clamp_min(1e-12), part), over
 
 
 def saturate(arm_action: torch.Tensor, mode: ControlMode) -> tuple[torch.Tensor, torch.Tensor]:
-    """(bounded action, (N,) bool: rows that had to be shrunk). Delta modes scale each part
-    (translation, rotation, joint step) back into [-1, 1] keeping its direction; absolute modes
-    are never saturated here (the controller clips them to its own bounds)."""
-    if mode not in DELTA_MODES:
-        return arm_action, torch.zeros(arm_action.shape[0], dtype=torch.bool)
-    parts = arm_action.split(3, 1) if mode is not ControlMode.PD_JOINT_DELTA_POS else (arm_action,)
-    out, hit = [], torch.zeros(arm_action.shape[0], dtype=torch.bool)
-    for p in parts:
-        peak = p.abs().max(1, keepdim=True).values
-        over = peak[:, 0] > 1.0 + 1e-6
-        hit |= over
-        out.append(torch.where(over[:, None], p / peak.clamp_min(1e-12), p))
-    return torch.cat(out, 1), hit
+    """(bounded action, (N,) bool: rows that had to be shrunk). Normalised modes scale each part
+    back into its bounds keeping its direction: translation and joint steps by their largest
+    component, an ee rotation by its norm (the controller's own rule for rotations); velocity
+    targets of the pos_vel modes are zero. Unnormalised modes are left as they are."""
+    hit = torch.zeros(arm_action.shape[0], dtype=torch.bool)
+    if not mode.normalized:
+        return arm_action, hit
+    if mode.end_effector:
+        parts = list(arm_action.split(3, 1))
+        pos, hit = _shrink(parts[0], parts[0].abs().max(1, keepdim=True).values)
+        out = [pos]
+        if len(parts) > 1:
+            rot, over = _shrink(parts[1], parts[1].norm(dim=1, keepdim=True))
+            out.append(rot)
+            hit |= over
+        return torch.cat(out, 1), hit
+    return _shrink(arm_action, arm_action.abs().max(1, keepdim=True).values)
 
 
-DELTA_MODES = (ControlMode.PD_JOINT_DELTA_POS, ControlMode.PD_EE_DELTA_POS, ControlMode.PD_EE_DELTA_POSE)
-CONVERTIBLE = (
-    ControlMode.PD_JOINT_POS,
-    ControlMode.PD_JOINT_DELTA_POS,
-    ControlMode.PD_EE_DELTA_POS,
-    ControlMode.PD_EE_DELTA_POSE,
-    ControlMode.PD_EE_POSE,
-)
+CONVERTIBLE = tuple(ControlMode)
 
 
-def action_function(mode: ControlMode, agent) -> Callable[[torch.Tensor, torch.Tensor], torch.Tensor]:
-    """(current arm targets, reference arm targets) -> unbounded arm action of `mode`, for one
-    robot (its kinematics and action scales)."""
+@dataclass(frozen=True)
+class Tracker:
+    """How the closed loop drives one robot in one target mode: `start()` reads the state the
+    mode steps from (joint positions, or a root-frame TCP pose for ee modes), `lift(q)` turns
+    arm joint targets into that representation (to take the reference's own steps), and
+    `action(start, reference_q)` is the mode's pure function."""
+
+    start: Callable[[], torch.Tensor]
+    lift: Callable[[torch.Tensor], torch.Tensor]
+    action: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
+
+
+def tracker(mode: ControlMode, agent, arm_controller, control_freq: float) -> Tracker:
+    """The Tracker of `mode` for one robot (its kinematics, action scales and controller)."""
     spec, fk = agent.spec, agent.kinematics.tcp_pose
+    arm = agent.arm
+    if mode.end_effector:
+        start = (lambda: arm_controller.target_pose.double()) if mode.from_target else (lambda: agent.tcp_pose_root().double())
+        if mode is ControlMode.PD_EE_POSE:
+            act = lambda s, r: ee_pose_action(fk(r))  # noqa: E731
+        elif mode.position_only:
+            act = lambda s, r: ee_delta_pos_action(s, fk(r), spec.ee_delta_pos)  # noqa: E731
+        else:
+            act = lambda s, r: ee_delta_pose_action(s, fk(r), spec.ee_delta_pos, spec.ee_delta_rot)  # noqa: E731
+        return Tracker(start, fk, act)
+    measured = lambda: agent.arm_qpos.double()  # noqa: E731
+    targets = lambda: agent.targets[:, arm].double()  # noqa: E731
+    identity = lambda q: q  # noqa: E731
     table = {
-        ControlMode.PD_JOINT_POS: lambda q, r: joint_pos_action(q, r),
-        ControlMode.PD_JOINT_DELTA_POS: lambda q, r: joint_delta_pos_action(q, r, spec.joint_delta),
-        ControlMode.PD_EE_DELTA_POS: lambda q, r: ee_delta_pos_action(fk(q), fk(r), spec.ee_delta_pos),
-        ControlMode.PD_EE_DELTA_POSE: lambda q, r: ee_delta_pose_action(fk(q), fk(r), spec.ee_delta_pos, spec.ee_delta_rot),
-        ControlMode.PD_EE_POSE: lambda q, r: ee_pose_action(fk(r)),
+        ControlMode.PD_JOINT_POS: (targets, lambda s, r: joint_pos_action(r)),
+        ControlMode.PD_JOINT_DELTA_POS: (measured, lambda s, r: joint_delta_pos_action(s, r, spec.joint_delta)),
+        ControlMode.PD_JOINT_TARGET_DELTA_POS: (targets, lambda s, r: joint_delta_pos_action(s, r, spec.joint_delta)),
+        ControlMode.PD_JOINT_VEL: (measured, lambda s, r: joint_vel_action(s, r, control_freq, spec.joint_vel)),
+        ControlMode.PD_JOINT_POS_VEL: (targets, lambda s, r: joint_pos_vel_action(r)),
+        ControlMode.PD_JOINT_DELTA_POS_VEL: (measured, lambda s, r: joint_delta_pos_vel_action(s, r, spec.joint_delta)),
     }
-    return table[mode]
+    start, act = table[mode]
+    return Tracker(start, identity, act)
 
 
 # ---- the batched closed loop ------------------------------------------------------------------
@@ -168,9 +221,12 @@ class Converted:
 
 
 def reference_targets(episode: Episode, agent_name: str, arm: list[int], dof: int) -> np.ndarray:
-    """(T + 1, n_arm) arm drive targets recorded after each step (row 0: the initial ones)."""
-    art = episode.env_states["articulations"][agent_name]  # (T + 1, 13 + 3 dof)
-    return art[:, 13 + 2 * dof : 13 + 3 * dof][:, arm]
+    """(T + 1, n_arm) arm drive targets recorded after each step (row 0: the initial ones); a
+    state without drive targets (ManiSkill's) has them at qpos."""
+    targets = episode.env_states.get("drive_targets", {}).get(agent_name)  # (T + 1, dof)
+    if targets is None:
+        targets = episode.env_states["articulations"][agent_name][:, 13 : 13 + dof]
+    return targets[:, arm]
 
 
 def _to_numpy(tree):
@@ -232,7 +288,7 @@ def convert_batch(
     src_tcp = pose_mul(root, agent.kinematics.tcp_pose(q[..., agent.arm].reshape(-1, len(agent.arm))).reshape(n, -1, 7))
     src_tcp = src_tcp[..., :3].float().numpy()  # (N, T + 1, 3) env frame
     src_actors = {a: _padded([e.env_states["actors"][a][:, :3] for e in padded]) for a in padded[0].env_states["actors"]}
-    act_fn = action_function(mode, agent)
+    track = tracker(mode, agent, base.controller.arm, base.control_freq)
     noisy = noise is not None and noise.std > 0
     if noisy:
         gens, keep, drift = noise.generators([e.seed for e in padded]), noise.correlation, None
@@ -248,15 +304,14 @@ def convert_batch(
     too_long = np.zeros(n, bool)
     max_len = base.max_episode_steps
     while not done.all():
-        cur = agent.targets[:, agent.arm].double()  # (N, n_arm)
         ref = torch.from_numpy(refs[rows, np.minimum(pos + 1, lengths)]).double()
-        arm, hit = saturate(act_fn(cur, ref).float(), mode)
+        arm, hit = saturate(track.action(track.start(), ref).float(), mode)
         grip = torch.from_numpy(grips[rows, np.minimum(pos, lengths - 1)]).float()[:, None]
         action = torch.cat((arm, grip), 1)
         if noisy:
             labels.append(action.numpy())
             ref_now = torch.from_numpy(refs[rows, np.minimum(pos, lengths)]).double()
-            plans.append(torch.cat((saturate(act_fn(ref_now, ref).float(), mode)[0], grip), 1).numpy())
+            plans.append(torch.cat((saturate(track.action(track.lift(ref_now), ref).float(), mode)[0], grip), 1).numpy())
             fresh = torch.stack([torch.randn(arm.shape[1], generator=g) for g in gens]) * noise.std
             drift = fresh if drift is None else keep * drift + (1 - keep * keep) ** 0.5 * fresh
             action = torch.cat((saturate(arm + drift, mode)[0], grip), 1)
@@ -342,7 +397,11 @@ __all__ = [
     "ee_delta_pose_action",
     "ee_pose_action",
     "joint_delta_pos_action",
+    "joint_delta_pos_vel_action",
     "joint_pos_action",
+    "joint_pos_vel_action",
+    "joint_vel_action",
+    "tracker",
     "reference_targets",
     "saturate",
 ]

@@ -36,7 +36,7 @@ from replay.control import CONVERTIBLE, ActionNoise, ConvertLimits
 from replay.observe import OBS_UNITS
 from replay.trajectory import TrajectoryError, TrajectoryWriter, batch_env_kwargs, precompress, read_meta, sidecar_path
 
-POSITION_SOURCES = CONVERTIBLE  # modes whose drive targets are a position reference
+POSITION_SOURCES = tuple(m for m in CONVERTIBLE if m is not ControlMode.PD_JOINT_VEL)  # drive targets are a position reference
 
 
 @dataclass
@@ -97,7 +97,7 @@ class ConvertConfig:
             raise ValueError("give both --cam-width and --cam-height")
         if self.cam_width is not None:
             if not self.obs_mode.visual:
-                raise ValueError("--cam-width/--cam-height need a camera obs mode (rgb, depth, rgbd, pointcloud, segmentation)")
+                raise ValueError("--cam-width/--cam-height need a camera obs mode (" + ", ".join(m.value for m in ObsMode if m.visual) + ")")
             if self.cam_width < 1 or self.cam_height < 1:
                 raise ValueError("--cam-width and --cam-height must be >= 1")
         if not self.converts_control and self.obs_mode is self.source_obs and self.cam_width is None:

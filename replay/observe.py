@@ -21,9 +21,11 @@ OBS_UNITS = {
     "depth": "int16 millimetres along the camera's optical axis, 0 = nothing within [near, far]",
     "rgb": "uint8 RGB",
     "segmentation": "int16 entity id (names: env.unwrapped.segmentation_ids), 0 = nothing",
-    "intrinsics": "OpenCV K (3, 3)",
-    "extrinsics": "env frame -> OpenCV camera (3, 4)",
-    "xyz": "float32 metres, env frame",
+    "position": "int16 millimetres, OpenGL camera frame (x right, y up, z backward), 0 = nothing",
+    "intrinsic_cv": "OpenCV K (3, 3)",
+    "extrinsic_cv": "env frame -> OpenCV camera (3, 4)",
+    "cam2world_gl": "OpenGL camera -> env frame (4, 4)",
+    "xyzw": "float32 metres, env frame; w = 1 on an entity, 0 on the background",
 }
 
 
@@ -64,7 +66,7 @@ def observe_batch(env, episodes: list[Episode], on_done: Callable[[int], None] |
     base = env.unwrapped
     k = len(episodes)
     padded = episodes + [episodes[-1]] * (base.num_envs - k)
-    base.reset(seed=[e.seed for e in padded])  # seeds per-env randomness such as point sampling
+    base.reset(seed=[e.seed for e in padded])
     rows: list[list] = [[] for _ in range(k)]
     for t in range(max(e.length for e in episodes) + 1):
         base.set_state_dict(state_at(padded, t))

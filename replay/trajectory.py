@@ -39,7 +39,7 @@ from typing import Any, Iterator
 import h5py
 import numpy as np
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: env states as ManiSkill names and lays them out (docs/FORMAT.md)
 
 
 class TrajectoryError(ValueError):
@@ -466,6 +466,12 @@ class TrajectoryFile:
     def __init__(self, path: str | Path):
         self.path = Path(path)
         self.meta = read_meta(self.path)
+        version = self.meta.get("format_version", FORMAT_VERSION)  # files of other sources carry none
+        if version != FORMAT_VERSION:
+            raise TrajectoryError(
+                f"{self.path}: format_version {version}; this SkillForge reads {FORMAT_VERSION} (its env states are "
+                "ManiSkill's names and widths): regenerate the file"
+            )
         self._file: h5py.File | None = None
         self._pid = -1
 

@@ -3,7 +3,7 @@ import pytest
 import torch
 
 import envs  # noqa: F401  (registers)
-from envs.core.pose import axis_angle_to_quat, pose_inv, pose_mul, quat_mul, quat_to_axis_angle
+from envs.core.pose import axis_angle_to_quat, pose_inv, pose_mul, quat_mul, quat_to_axis_angle, quat_to_euler_xyz
 
 
 @pytest.fixture
@@ -55,7 +55,7 @@ def pick_and_place():
             parts = []
             for agent, start, pos in zip(base.agents, starts, positions):
                 local = pose_mul(pose_inv(agent.root_pose), torch.cat((pos, _top_grasp_quat(start[:, 3:])), 1))
-                parts.append(torch.cat((local[:, :3], quat_to_axis_angle(local[:, 3:]), torch.full((n, 1), grip)), 1))
+                parts.append(torch.cat((local[:, :3], quat_to_euler_xyz(local[:, 3:]), torch.full((n, 1), grip)), 1))
             for _ in range(steps):
                 out = env.step(torch.cat(parts, 1))
             return out

@@ -29,48 +29,82 @@ def _make(make, env_id, obs_mode, **sensor_configs):
     return make(env_id, num_envs=N, obs_mode=obs_mode, sensor_configs={**SMALL, **sensor_configs})
 
 
+# the images of each camera, per mode, as ManiSkill 3.0.1's obs-mode parser and minimal shader give them
+IMAGES = {
+    "sensor_data": {"Color": ((H, W, 4), torch.uint8), "PositionSegmentation": ((H, W, 4), torch.int16)},
+    "pointcloud": {},
+    **{m.value: {t: {"rgb": ((H, W, 3), torch.uint8), "depth": ((H, W, 1), torch.int16),
+                     "segmentation": ((H, W, 1), torch.int16)}[t] for t in m.textures}
+       for m in ObsMode if m.visual and m not in (ObsMode.SENSOR_DATA, ObsMode.POINTCLOUD)},
+}
+
+
 @pytest.mark.parametrize("env_id", ENV_IDS)
 @pytest.mark.parametrize("obs_mode", VISUAL)
 def test_visual_obs_layout(make, env_id, obs_mode):
-    env = _make(make, env_id, obs_mode, pointcloud_points=500)
+    env = _make(make, env_id, obs_mode)
     obs, _ = env.reset(seed=0)
     obs, *_ = env.step(env.action_space.sample())
-    cams = env.unwrapped.sensor_settings.cameras
-    assert {"agent", "extra", "cameras"} <= set(obs) and set(obs["cameras"]) == {c.uid for c in cams}
+    uids = [c.uid for c in env.unwrapped.sensor_settings.cameras]
+    top = ["agent", "extra", "sensor_param", "sensor_data"] + (["pointcloud"] if obs_mode == "pointcloud" else [])
+    assert list(obs) == top
+    assert list(obs["sensor_param"]) == uids
+    assert list(obs["sensor_data"]) == ([] if obs_mode == "pointcloud" else uids)
     ids = set(env.unwrapped.segmentation_ids.values())
-    for uid, data in obs["cameras"].items():
-        assert data["intrinsics"].shape == (N, 3, 3) and data["intrinsics"].dtype == torch.float32
-        assert data["extrinsics"].shape == (N, 3, 4) and data["extrinsics"].dtype == torch.float32
-        expected = {
-            "rgb": {"rgb"}, "depth": {"depth"}, "rgbd": {"rgb", "depth"}, "segmentation": {"segmentation"}, "pointcloud": set()
-        }[obs_mode]
-        assert set(data) - {"intrinsics", "extrinsics"} == expected
+    for uid in uids:
+        param = obs["sensor_param"][uid]
+        assert {k: (tuple(v.shape), v.dtype) for k, v in param.items()} == {
+            "extrinsic_cv": ((N, 3, 4), torch.float32), "cam2world_gl": ((N, 4, 4), torch.float32), "intrinsic_cv": ((N, 3, 3), torch.float32)
+        }
+        flip = torch.diag(torch.tensor([1.0, -1.0, -1.0, 1.0]))  # OpenGL camera axes -> OpenCV's
+        ext = torch.cat((param["extrinsic_cv"], torch.tensor([[[0.0, 0.0, 0.0, 1.0]]]).expand(N, 1, 4)), 1)
+        assert torch.allclose(param["cam2world_gl"] @ flip @ ext, torch.eye(4).expand(N, 4, 4), atol=1e-4)
+        if obs_mode == "pointcloud":
+            continue
+        data = obs["sensor_data"][uid]
+        assert {k: (tuple(v.shape[1:]), v.dtype) for k, v in data.items()} == IMAGES[obs_mode]
         for i in range(N):  # every env's image shows something: not one constant value
             if "rgb" in data:
-                assert data["rgb"].shape == (N, H, W, 3) and data["rgb"].dtype == torch.uint8
                 assert data["rgb"][i].float().std() > 1.0, uid
             if "depth" in data:
-                assert data["depth"].shape == (N, H, W, 1) and data["depth"].dtype == torch.int16
                 assert data["depth"][i].float().std() > 1.0 and (data["depth"][i] > 0).any(), uid
             if "segmentation" in data:
-                seg = data["segmentation"]
-                assert seg.shape == (N, H, W, 1) and seg.dtype == torch.int16
-                assert len(seg[i].unique()) >= 2 and set(seg[i].unique().tolist()) <= ids | {0}, uid
+                seg = data["segmentation"][i]
+                assert len(seg.unique()) >= 2 and set(seg.unique().tolist()) <= ids | {0}, uid
     if obs_mode == "pointcloud":
         pc = obs["pointcloud"]
-        assert pc["xyz"].shape == (N, 500, 3) and pc["xyz"].dtype == torch.float32 and torch.isfinite(pc["xyz"]).all()
-        assert pc["rgb"].shape == (N, 500, 3) and pc["rgb"].dtype == torch.uint8
-        assert pc["segmentation"].shape == (N, 500, 1) and pc["segmentation"].dtype == torch.int16
-        assert (pc["segmentation"] > 0).all()  # only points that hit something
-    for key, space in env.observation_space["cameras"].items():
-        for name, box in space.items():
-            assert box.shape == tuple(obs["cameras"][key][name].shape)
+        p = sum(c.width * c.height for c in env.unwrapped.sensor_settings.cameras)
+        assert {k: (tuple(v.shape), v.dtype) for k, v in pc.items()} == {
+            "xyzw": ((N, p, 4), torch.float32), "rgb": ((N, p, 3), torch.uint8), "segmentation": ((N, p, 1), torch.int16)
+        }
+        assert torch.equal(pc["xyzw"][..., 3] == 1, pc["segmentation"][..., 0] != 0)  # w marks the pixels that hit an entity
+        assert (pc["xyzw"][pc["xyzw"][..., 3] == 0] == 0).all()  # the background is all zeros
+    def check(space, value):
+        if isinstance(value, dict):
+            assert list(space) == sorted(value)
+            for k in value:
+                check(space[k], value[k])
+        else:
+            assert space.shape == tuple(value.shape) and space.dtype == value.numpy().dtype
+    check(env.observation_space, obs)
+
+
+def test_sensor_data_mode_is_the_shader_images(make):
+    """sensor_data's Color and PositionSegmentation hold what rgb, depth and segmentation cut from
+    them: ManiSkill's minimal-shader transforms (depth = -z of the OpenGL-frame position)."""
+    raw, _ = _make(make, "PickCube-v1", "sensor_data").reset(seed=1)
+    cut, _ = _make(make, "PickCube-v1", "rgb+depth+segmentation").reset(seed=1)
+    for uid, data in raw["sensor_data"].items():
+        ref = cut["sensor_data"][uid]
+        assert torch.equal(data["Color"][..., :3], ref["rgb"])
+        assert torch.equal(data["PositionSegmentation"][..., 3:], ref["segmentation"])
+        assert (data["PositionSegmentation"][..., 2:3] + ref["depth"]).abs().max() <= 1  # both whole millimetres
 
 
 def _table_top_depth(data, i):
     """Expected depth (mm) of each pixel whose ray meets the table top (z = 0, |x|, |y| within
     the table), and where it does, from the observed intrinsics and extrinsics."""
-    k, e = data["intrinsics"][i].double(), data["extrinsics"][i].double()
+    k, e = data["intrinsic_cv"][i].double(), data["extrinsic_cv"][i].double()
     h, w = data["depth"].shape[1:3]
     v, u = torch.meshgrid(torch.arange(h, dtype=torch.float64) + 0.5, torch.arange(w, dtype=torch.float64) + 0.5, indexing="ij")
     rays = torch.stack((u, v, torch.ones_like(u)), -1) @ torch.linalg.inv(k).T  # (H, W, 3), camera z = 1
@@ -94,10 +128,10 @@ def test_depth_matches_camera_to_table_distance(make, env_id):
     seg, _ = seg_env.reset(seed=4)
     table = depth_env.unwrapped.segmentation_ids["table-workspace"]
     checked = 0
-    for uid, data in depth["cameras"].items():
+    for uid, data in depth["sensor_data"].items():
         for i in range(N):
-            expected, on_top = _table_top_depth(data, i)
-            mask = (seg["cameras"][uid]["segmentation"][i, ..., 0] == table) & on_top
+            expected, on_top = _table_top_depth({**data, **depth["sensor_param"][uid]}, i)
+            mask = (seg["sensor_data"][uid]["segmentation"][i, ..., 0] == table) & on_top
             measured = data["depth"][i, ..., 0][mask].double()
             assert (measured - expected[mask]).abs().max() <= 1.5, uid  # depth is whole millimetres
             checked += int(mask.sum())
@@ -106,7 +140,7 @@ def test_depth_matches_camera_to_table_distance(make, env_id):
 
 @pytest.mark.parametrize("env_id", [e for e in ENV_IDS if e.startswith("PickCube")])
 def test_pointcloud_cube_points_lie_in_the_cube(make, env_id):
-    env = make(env_id, num_envs=N, obs_mode="pointcloud", sensor_configs={"pointcloud_points": 8192})
+    env = make(env_id, num_envs=N, obs_mode="pointcloud")
     obs, _ = env.reset(seed=2)
     base = env.unwrapped
     cube = base.world.actors["cube"]
@@ -114,12 +148,12 @@ def test_pointcloud_cube_points_lie_in_the_cube(make, env_id):
     pose = cube.pose()
     pc = obs["pointcloud"]
     for i in range(N):
-        pts = pc["xyz"][i][pc["segmentation"][i, :, 0] == base.segmentation_ids["cube"]]  # (k, 3)
+        pts = pc["xyzw"][i, :, :3][pc["segmentation"][i, :, 0] == base.segmentation_ids["cube"]]  # (k, 3)
         assert len(pts) >= 10
         q = pose[i, 3:]
         local = envs.core.pose.quat_apply(envs.core.pose.quat_conj(q).expand(len(pts), 4), pts - pose[i, :3])
-        assert (local.abs() <= half + 0.002).all()
-        table = pc["xyz"][i][pc["segmentation"][i, :, 0] == base.segmentation_ids["table-workspace"]]  # top, sides, floor
+        assert (local.abs() <= half + 0.003).all()  # positions are whole millimetres
+        table = pc["xyzw"][i, :, :3][pc["segmentation"][i, :, 0] == base.segmentation_ids["table-workspace"]]  # top, sides, floor
         top = table[((table[:, 0] - TABLE_CENTRE[0]).abs() < TABLE_HALF[0] - 0.01) & ((table[:, 1] - TABLE_CENTRE[1]).abs() < TABLE_HALF[1] - 0.01)
                     & (table[:, 2] > -0.5)]
         assert len(top) > 100 and top[:, 2].abs().max() < 0.002  # the table top is the z = 0 plane
@@ -135,8 +169,8 @@ def test_cameras_see_their_own_env_only(make, env_id):
     a, _ = alone.reset(seed=1)
     t, _ = together.reset(seed=1)
     for key in ("rgb", "depth"):
-        assert torch.equal(a["cameras"]["base_camera"][key][0], t["cameras"]["base_camera"][key][0])
-    depth = t["cameras"]["base_camera"]["depth"]
+        assert torch.equal(a["sensor_data"]["base_camera"][key][0], t["sensor_data"]["base_camera"][key][0])
+    depth = t["sensor_data"]["base_camera"]["depth"]
     assert ((depth == 0).float().mean(dim=(1, 2, 3)) > 0.2).all()  # nothing beyond the env's own floor
 
 
@@ -155,27 +189,49 @@ def test_rendering_does_not_change_physics(make, env_id):
 
 
 def test_sensor_configs_override_and_validate(make):
-    env = make("PickCube-v1", num_envs=1, obs_mode="rgb", sensor_configs={"width": 20, "height": 10, "hand_camera": None, "base_camera": {"fov": math.pi / 3}})
+    env = make("PickCube-v1", num_envs=1, obs_mode="rgb", robot_uids="panda_wristcam", sensor_configs={"width": 20, "height": 10, "hand_camera": None, "base_camera": {"fov": math.pi / 3}})
     obs, _ = env.reset(seed=0)
-    assert set(obs["cameras"]) == {"base_camera"}
-    assert obs["cameras"]["base_camera"]["rgb"].shape == (1, 10, 20, 3)
-    fy = obs["cameras"]["base_camera"]["intrinsics"][0, 1, 1].item()
+    assert set(obs["sensor_data"]) == {"base_camera"}
+    assert obs["sensor_data"]["base_camera"]["rgb"].shape == (1, 10, 20, 3)
+    fy = obs["sensor_param"]["base_camera"]["intrinsic_cv"][0, 1, 1].item()
     assert fy == pytest.approx(5 / math.tan(math.pi / 6), rel=1e-4)
     with pytest.raises(ValueError, match="unknown sensor_configs key.*'wrist'.*allowed: width, height"):
         make("PickCube-v1", obs_mode="rgb", sensor_configs={"wrist": {}})
     with pytest.raises(ValueError, match="camera hand_camera: unknown setting.*'zoom'.*allowed: width"):
-        make("PickCube-v1", obs_mode="rgb", sensor_configs={"hand_camera": {"zoom": 2}})
+        make("PickCube-v1", obs_mode="rgb", robot_uids="panda_wristcam", sensor_configs={"hand_camera": {"zoom": 2}})
     with pytest.raises(ValueError, match="width must be an integer"):
         make("PickCube-v1", obs_mode="rgb", sensor_configs={"width": 0})
-    with pytest.raises(ValueError, match="unknown camera mount 'wrist'; allowed: table-workspace, ground, cube, goal_site, robot/panda_link0"):
-        make("PickCube-v1", obs_mode="rgb", sensor_configs={"hand_camera": {"mount": "wrist"}})
+    with pytest.raises(ValueError, match="unknown camera mount 'wrist'; allowed: table-workspace, ground, cube, goal_site, .*/panda_link0"):
+        make("PickCube-v1", obs_mode="rgb", robot_uids="panda_wristcam", sensor_configs={"hand_camera": {"mount": "wrist"}})
 
 
-def test_pointcloud_is_reproducible_with_a_seed(make):
-    env = make("PickCube-v1", num_envs=N, obs_mode="pointcloud", sensor_configs={**SMALL, "pointcloud_points": 300})
-    a, _ = env.reset(seed=5)
-    b, _ = env.reset(seed=5)
-    assert torch.equal(a["pointcloud"]["xyz"], b["pointcloud"]["xyz"])
+def test_hidden_actors_are_out_of_observations_and_in_render():
+    """A goal site (world.hidden) is drawn by render() and by no observation camera, as
+    ManiSkill's _hidden_objects."""
+    from envs.tasks.common import build_goal_site
+    from envs.tasks.pick_cube import PickCubeEnv
+
+    class WithSite(PickCubeEnv):
+        def _load_scene(self):
+            super()._load_scene()
+            self.site = build_goal_site(self.world, "probe_site", 0.06, (0.1, 0.9, 0.1, 1))
+
+    configs = {**SMALL, "render_camera": {"width": 48, "height": 48}}
+    env = WithSite(num_envs=1, obs_mode="rgb+segmentation", render_mode="rgb_array", sensor_configs=configs)
+    try:
+        env.reset(seed=0)
+        sid = env.segmentation_ids["probe_site"]
+        frames, images = [], []
+        for z in (0.08, 5.0):  # above the table centre, in every camera's view; then out of all views
+            env.site.set_pose(torch.tensor([[0.0, 0.0, z, 1.0, 0.0, 0.0, 0.0]]))
+            obs = env.get_obs(env.evaluate())
+            assert all(not (d["segmentation"] == sid).any() for d in obs["sensor_data"].values())
+            images.append({uid: d["rgb"].clone() for uid, d in obs["sensor_data"].items()})
+            frames.append(env.render().clone())
+        assert all(torch.equal(images[0][uid], images[1][uid]) for uid in images[0])  # the cameras never see it
+        assert not torch.equal(frames[0], frames[1])  # render() does
+    finally:
+        env.close()
 
 
 @pytest.mark.filterwarnings("ignore:.*render_mode='video'")
@@ -231,7 +287,7 @@ def test_gpu_batched_rendering_only_with_cuda_and_a_gpu_render_device(make):
     expected = torch.cuda.is_available() and base.world.scene.render_system.device.is_cuda()
     assert (base.sensors.gpu is not None) == expected
     obs, _ = env.reset(seed=0)
-    assert obs["cameras"]["base_camera"]["rgb"].float().std() > 0
+    assert obs["sensor_data"]["base_camera"]["rgb"].float().std() > 0
     # the GPU path cuts the pictures on the device with torch: the same numbers as the numpy cuts
     from envs.sensors import camera
 

@@ -1,5 +1,6 @@
 """num_workers > 1: the same batched API and results over worker processes, and a clean lifetime."""
 
+import json
 import os
 import signal
 import subprocess
@@ -72,6 +73,23 @@ def test_workers_give_the_in_process_api_and_initial_states(make, env_id, obs_mo
         assert l1.keys() == l2.keys()
         assert all(l1[k].dtype == l2[k].dtype and l1[k].shape == l2[k].shape for k in l1)
     assert two.elapsed_steps.tolist() == [1, 1, 1]
+
+
+def _keys(tree):
+    return {k: _keys(v) for k, v in tree.items()} if isinstance(tree, dict) else None
+
+
+@pytest.mark.parametrize("obs_mode", ["none", "state_dict", "rgb+depth+segmentation", "sensor_data", "pointcloud"])
+def test_workers_serve_every_layout(make, obs_mode):
+    """The workers' observation is the in-process one, key order and empty dicts included
+    (none's {}, pointcloud's sensor_data {})."""
+    kwargs = {"sensor_configs": {"width": 16, "height": 12}} if obs_mode not in ("none", "state_dict") else {}
+    one = make(num_envs=3, obs_mode=obs_mode, **kwargs)
+    two = make(num_envs=3, obs_mode=obs_mode, num_workers=2, **kwargs)
+    o1, _ = one.reset(seed=2)
+    o2, _ = two.reset(seed=2)
+    assert _keys(o1) == _keys(o2) and json.dumps(_keys(o1)) == json.dumps(_keys(o2))  # order too
+    _assert_same_tree(o1, o2)
 
 
 def test_rollout_matches_in_process(make):
@@ -150,7 +168,7 @@ def test_max_episode_steps_reaches_the_workers(make):
 @pytest.mark.parametrize(
     "kwargs, error, message",
     [
-        ({"obs_mode": "pixels"}, ValueError, "unknown obs mode 'pixels'; allowed: none, state, state_dict"),
+        ({"obs_mode": "pixels"}, ValueError, "unknown obs mode 'pixels'; allowed: state, state_dict, none, sensor_data, rgb"),
         ({"num_workers": 3}, ValueError, r"num_workers must be in \[1, num_envs = 2\], got 3"),
         ({"num_workers": 0}, ValueError, r"num_workers must be in \[1, num_envs = 2\], got 0"),
     ],

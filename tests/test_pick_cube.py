@@ -36,11 +36,10 @@ def test_success_needs_a_still_robot(make):
     env.reset(seed=1)
     base = env.unwrapped
     state = _placed_state(env, [0.0, 0.0, 0.0])
-    name = base.agent.name
-    robot = state["articulations"][name].clone()
+    robot = state["articulations"][base.agent.name].clone()
     dof = base.agent.dof
     robot[:, 13 + dof] = 1.0  # first arm joint moving at 1 rad/s
-    state["articulations"][name] = robot
+    state["articulations"][base.agent.name] = robot
     base.set_state_dict(state)
     info = base.evaluate()
     assert info["is_obj_placed"].all() and not info["success"].any()

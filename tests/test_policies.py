@@ -50,7 +50,7 @@ def _record(path: Path, episodes: int, visual: bool) -> Path:
                 tree = lambda f: {k: tree(v) for k, v in f.items()} if isinstance(f, dict) else f[i].numpy()  # noqa: E731
                 per_step = [tree(f) for f in frames]
                 ep_obs = {k: {kk: np.stack([s[k][kk] for s in per_step]) for kk in per_step[0][k]} for k in ("agent", "extra")}
-                ep_obs["cameras"] = {"base_camera": {"rgb": rng.integers(0, 255, (STEPS + 1, 16, 16, 3), dtype=np.uint8)}}
+                ep_obs["sensor_data"] = {"base_camera": {"rgb": rng.integers(0, 255, (STEPS + 1, 16, 16, 3), dtype=np.uint8)}}
             else:
                 ep_obs = np.stack([f[i].numpy() for f in frames])
             n = STEPS
@@ -266,7 +266,7 @@ def test_rgb_policy_trains_and_acts(rgb_file, tmp_path):
     assert "extra/obj_pose" not in module.spec.state_paths  # no privileged object pose next to the images
     obs = {"agent": {"qpos": torch.zeros(2, 9), "qvel": torch.zeros(2, 9)},
            "extra": {"tcp_pose": torch.zeros(2, 7), "goal_pos": torch.zeros(2, 3), "obj_pose": torch.zeros(2, 7)},
-           "cameras": {"base_camera": {"rgb": torch.zeros(2, 16, 16, 3, dtype=torch.uint8)}}}
+           "sensor_data": {"base_camera": {"rgb": torch.zeros(2, 16, 16, 3, dtype=torch.uint8)}}}
     policy.reset()
     assert policy.predict_action(obs).shape == (2, 8)
 
@@ -308,7 +308,7 @@ def test_aux_targets_teach_the_image_encoder(kind, rgb_file, tmp_path):
     assert module.spec.aux_dim == 3 and policy.normaliser.aux_std.abs().sum() > 0
     obs = {"agent": {"qpos": torch.zeros(2, 9), "qvel": torch.zeros(2, 9)},  # no tcp_to_obj_pos: not needed to act
            "extra": {"tcp_pose": torch.zeros(2, 7), "goal_pos": torch.zeros(2, 3)},
-           "cameras": {"base_camera": {"rgb": torch.zeros(2, 16, 16, 3, dtype=torch.uint8)}}}
+           "sensor_data": {"base_camera": {"rgb": torch.zeros(2, 16, 16, 3, dtype=torch.uint8)}}}
     policy.reset()
     assert policy.predict_action(obs).shape == (2, 8)
     with pytest.raises(ValueError, match="need an image obs mode"):

@@ -15,7 +15,7 @@ import pytest
 import torch
 
 from demos.generate import GenerateConfig, generate
-from envs.core.pose import axis_angle_to_quat, quat_angle, quat_mul
+from envs.core.pose import axis_angle_to_quat, euler_xyz_to_quat, quat_angle, quat_mul
 from envs.modes import ControlMode, ObsMode
 from replay.cli import main
 from replay.control import (
@@ -25,8 +25,12 @@ from replay.control import (
     ee_delta_pose_action,
     ee_pose_action,
     joint_delta_pos_action,
+    joint_delta_pos_vel_action,
     joint_pos_action,
+    joint_pos_vel_action,
+    joint_vel_action,
     saturate,
+    tracker,
 )
 from replay.convert import ConvertConfig, run
 from replay.ops import merge_files
@@ -67,22 +71,44 @@ def _poses(n: int, seed: int) -> torch.Tensor:
 
 def test_joint_actions_reach_the_reference():
     cur, ref = torch.rand(5, 7, dtype=torch.float64), torch.rand(5, 7, dtype=torch.float64)
-    assert torch.equal(joint_pos_action(cur, ref), ref)
+    assert torch.equal(joint_pos_action(ref), ref)
     assert torch.allclose(cur + joint_delta_pos_action(cur, ref, 0.1) * 0.1, ref)
+    assert torch.allclose(cur + joint_vel_action(cur, ref, 20.0, 1.0) / 20.0, ref)
+    assert torch.equal(joint_pos_vel_action(ref), torch.cat((ref, torch.zeros_like(ref)), 1))
+    assert torch.allclose(cur + joint_delta_pos_vel_action(cur, ref, 0.1)[:, :7] * 0.1, ref)
 
 
 def test_ee_delta_pose_action_inverts_the_controller_step():
     cur, ref = _poses(6, 0), _poses(6, 1)
     a = ee_delta_pose_action(cur, ref, pos_scale=0.1, rot_scale=0.1)
-    # what PDEEDeltaPose does with the action: translate, then turn about root-frame axes
+    # what PDEEDeltaPose does with the action: translate, then turn by the XYZ Euler angles
+    # action * (-0.1) (ManiSkill scales rotations by their lower bound) on the left
     pos = cur[:, :3] + a[:, :3] * 0.1
-    rot = quat_mul(axis_angle_to_quat(a[:, 3:] * 0.1), cur[:, 3:])
+    rot = quat_mul(euler_xyz_to_quat(a[:, 3:] * -0.1), cur[:, 3:])
     assert torch.allclose(pos, ref[:, :3])
     assert quat_angle(rot, ref[:, 3:]).max() < 1e-6
     assert torch.allclose(ee_delta_pos_action(cur, ref, 0.1), a[:, :3])
     absolute = ee_pose_action(ref)
     assert torch.allclose(absolute[:, :3], ref[:, :3])
-    assert quat_angle(axis_angle_to_quat(absolute[:, 3:]), ref[:, 3:]).max() < 1e-6
+    assert quat_angle(euler_xyz_to_quat(absolute[:, 3:]), ref[:, 3:]).max() < 1e-6
+
+
+@pytest.mark.parametrize("mode", ["pd_ee_target_delta_pose", "pd_ee_delta_pose", "pd_ee_pose"])
+def test_ee_action_moves_the_controller_target_onto_the_reference(make, mode):
+    """Live: the action computed from where the mode steps from puts the controller's target
+    pose on the reference (measured-pose modes: from the TCP measured before the step)."""
+    env = make("PickCube-v1", num_envs=2, control_mode=mode)
+    env.reset(seed=0)
+    base = env.unwrapped
+    track = tracker(ControlMode(mode), base.agent, base.controller.arm, base.control_freq)
+    ref_q = base.agent.arm_qpos.double() + 0.3 * torch.tensor([0.05, -0.04, 0.03, 0.06, -0.05, 0.04, 0.05], dtype=torch.float64)
+    arm, hit = saturate(track.action(track.start(), ref_q).float(), ControlMode(mode))
+    assert not hit.any()
+    env.step(torch.cat((arm, torch.ones(2, 1)), 1))
+    ref = base.agent.kinematics.tcp_pose(ref_q)
+    target = base.controller.arm.target_pose.double()
+    assert (target[:, :3] - ref[:, :3]).norm(dim=1).max() < 1e-5
+    assert quat_angle(target[:, 3:].float(), ref[:, 3:].float()).max() < 2e-3
 
 
 def test_saturate_keeps_direction_and_flags_rows():
@@ -124,11 +150,11 @@ def test_rgbd_obs_conversion_matches_stepped_rendering(demos, tmp_path, make):
     assert meta["env_info"]["env_kwargs"]["sensor_configs"] == {"width": 32, "height": 24}
     ep = TrajectoryFile(demos).episode(0)
     conv = TrajectoryFile(out).episode(0)
-    rgb = conv.obs["cameras"]["base_camera"]["rgb"]
+    rgb = conv.obs["sensor_data"]["base_camera"]["rgb"]
     assert rgb.shape == (ep.length + 1, 24, 32, 3) and rgb.dtype == np.uint8
-    assert conv.obs["cameras"]["hand_camera"]["depth"].dtype == np.int16
+    assert conv.obs["sensor_data"]["base_camera"]["depth"].dtype == np.int16
     with h5py.File(out) as f:  # compressed, one chunk holds the whole episode (a band of rows)
-        d = f["traj_0/obs/cameras/base_camera/rgb"]
+        d = f["traj_0/obs/sensor_data/base_camera/rgb"]
         assert d.compression == "gzip" and d.chunks[0] == ep.length + 1
     # the same images as an env stepped with the recorded actions from the initial state
     env = make("PickCube-v1", num_envs=1, obs_mode="rgbd", control_mode="pd_joint_pos",
@@ -137,8 +163,8 @@ def test_rgbd_obs_conversion_matches_stepped_rendering(demos, tmp_path, make):
     env.set_state_dict({g: {k: torch.from_numpy(v[:1]) for k, v in d.items()} for g, d in ep.env_states.items()})
     for t in range(3):
         obs, *_ = env.step(torch.from_numpy(ep.actions[t : t + 1]))
-    np.testing.assert_array_equal(obs["cameras"]["hand_camera"]["rgb"][0].numpy(), conv.obs["cameras"]["hand_camera"]["rgb"][3])
-    np.testing.assert_array_equal(obs["cameras"]["base_camera"]["depth"][0].numpy(), conv.obs["cameras"]["base_camera"]["depth"][3])
+    np.testing.assert_array_equal(obs["sensor_data"]["base_camera"]["rgb"][0].numpy(), conv.obs["sensor_data"]["base_camera"]["rgb"][3])
+    np.testing.assert_array_equal(obs["sensor_data"]["base_camera"]["depth"][0].numpy(), conv.obs["sensor_data"]["base_camera"]["depth"][3])
 
 
 # ---- control conversion ---------------------------------------------------------------------------------
@@ -174,12 +200,14 @@ def test_other_control_modes_convert(demos, tmp_path, mode):
 
 def test_perturbed_conversion_records_corrective_labels(demos, tmp_path):
     """--action-noise: the executed (perturbed) actions are stored and replay; expert_actions are
-    the tracker's labels, which undo the previous step's perturbation; batching does not change the noise."""
+    the tracker's labels, which undo the previous step's perturbation; batching does not change the noise.
+    A target-based mode, whose labels step from the previous target alone (a measured-state mode's
+    also see the simulated state, which batching perturbs at rounding level)."""
     clean, noisy, noisy2 = tmp_path / "clean.h5", tmp_path / "noisy.h5", tmp_path / "noisy2.h5"
-    assert run(ConvertConfig(file=demos, control="pd_ee_delta_pos", out=clean)).converted == N_DEMOS
+    assert run(ConvertConfig(file=demos, control="pd_ee_target_delta_pos", out=clean)).converted == N_DEMOS
     noise = ActionNoise(0.03, seed=1)
-    report = run(ConvertConfig(file=demos, control="pd_ee_delta_pos", obs="state", out=noisy, noise=noise, allow_failure=True))
-    run(ConvertConfig(file=demos, control="pd_ee_delta_pos", obs="state", out=noisy2, noise=noise, allow_failure=True, num_envs=1))
+    report = run(ConvertConfig(file=demos, control="pd_ee_target_delta_pos", obs="state", out=noisy, noise=noise, allow_failure=True))
+    run(ConvertConfig(file=demos, control="pd_ee_target_delta_pos", obs="state", out=noisy2, noise=noise, allow_failure=True, num_envs=1))
     assert read_meta(noisy)["conversion"]["action_noise"]["std"] == 0.03
     assert report.converted >= N_DEMOS - 1, report.lines()
     ok, total, failed = verify_file(noisy)  # the perturbed actions, as executed, reproduce each outcome
@@ -289,6 +317,25 @@ def test_cli_convert_and_split(demos, tmp_path, capsys):
     assert (tmp_path / "in.train.h5").is_file() and (tmp_path / "in.val.h5").is_file()
 
 
+def test_env_states_are_maniskills_and_restore_without_our_extras(demos, make):
+    """Stored env states carry ManiSkill's names and widths (format_version 2); the same states
+    without our drive targets (as a ManiSkill file holds them) restore the same scene."""
+    assert read_meta(demos)["format_version"] == 2
+    ep = TrajectoryFile(demos).episode(0)
+    env = make("PickCube-v1", num_envs=1, control_mode="pd_joint_pos").unwrapped
+    assert {k: v.shape[1] for k, v in ep.env_states["articulations"].items()} == {"panda": 13 + 2 * 9}
+    assert {"cube", "table-workspace"} <= set(ep.env_states["actors"]) and ep.env_states["drive_targets"]["panda"].shape[1] == 9
+    t = ep.length // 2
+    row = {g: {k: torch.from_numpy(v[t : t + 1]) for k, v in d.items()} for g, d in ep.env_states.items()}
+    env.reset(seed=ep.seed)
+    env.set_state_dict({g: row[g] for g in ("actors", "articulations")})
+    ours = env.get_state_dict()
+    for g in ("actors", "articulations"):
+        for k, v in row[g].items():
+            assert torch.equal(ours[g][k], v), k
+    assert torch.equal(ours["drive_targets"]["panda"], row["articulations"]["panda"][:, 13:22])
+
+
 # ---- bad input: one line on stderr, non-zero exit, nothing written ------------------------------------
 
 
@@ -308,8 +355,13 @@ def _bad_inputs(demos: Path, tmp: Path) -> dict[str, list[str]]:
     meta = read_meta(demos)
     meta["env_info"]["env_id"] = "NoSuchTask-v1"
     unregistered.with_suffix(".json").write_text(json.dumps(meta))
+    older = _copy(demos, tmp / "older.h5")
+    meta = read_meta(demos)
+    meta["format_version"] = 1  # env states of before ManiSkill's layout
+    older.with_suffix(".json").write_text(json.dumps(meta))
     good = str(_copy(demos, tmp / "good.h5"))
     return {
+        "older format": ["convert", str(older), "--obs", "state"],
         "no such file": ["convert", str(tmp / "absent.h5"), "--obs", "state"],
         "not a trajectory": ["convert", str(tmp / "notes.txt"), "--obs", "state"],
         "not hdf5": ["convert", str(tmp / "junk.h5"), "--obs", "state"],
@@ -318,7 +370,7 @@ def _bad_inputs(demos: Path, tmp: Path) -> dict[str, list[str]]:
         "unregistered": ["convert", str(unregistered), "--obs", "state"],
         "unknown obs": ["convert", good, "--obs", "thermal"],
         "unknown control": ["convert", good, "--control", "pd_teleport"],
-        "unconvertible": ["convert", good, "--control", "pd_joint_vel"],
+        "unknown control mode": ["convert", good, "--control", "pd_joint_teleport"],
         "split fraction": ["split", good, "--val", "1.5"],
         "noise without control conversion": ["convert", good, "--obs", "state", "--action-noise", "0.1"],
         "negative noise": ["convert", good, "--control", "pd_ee_delta_pos", "--action-noise", "-1"],
@@ -416,17 +468,17 @@ def test_images_compressed_where_rendered_read_back_identical(tmp_path):
     from replay.trajectory import CompressedImages, _write_tree, precompress
 
     rng = np.random.default_rng(0)
-    tree = {"cameras": {"c": {"rgb": rng.integers(0, 255, (9, 24, 32, 3), dtype=np.uint8),
+    tree = {"sensor_data": {"c": {"rgb": rng.integers(0, 255, (9, 24, 32, 3), dtype=np.uint8),
                               "depth": rng.integers(0, 3000, (9, 24, 32, 1)).astype(np.int16)}},
-            "pointcloud": {"rgb": rng.integers(0, 255, (9, 40, 3), dtype=np.uint8), "xyz": rng.random((9, 40, 3)).astype(np.float32)},
+            "pointcloud": {"rgb": rng.integers(0, 255, (9, 40, 3), dtype=np.uint8), "xyzw": rng.random((9, 40, 4)).astype(np.float32)},
             "agent": {"qpos": rng.random((9, 4)).astype(np.float32)}}
     packed = precompress(tree)
-    assert isinstance(packed["cameras"]["c"]["depth"], CompressedImages) and isinstance(packed["agent"]["qpos"], np.ndarray)
+    assert isinstance(packed["sensor_data"]["c"]["depth"], CompressedImages) and isinstance(packed["agent"]["qpos"], np.ndarray)
     for name, t in (("plain", tree), ("packed", packed)):
         with h5py.File(tmp_path / f"{name}.h5", "w") as f:
             _write_tree(f.create_group("obs"), t, compress=True)
     with h5py.File(tmp_path / "plain.h5") as a, h5py.File(tmp_path / "packed.h5") as b:
-        for path in ("cameras/c/rgb", "cameras/c/depth", "pointcloud/rgb", "pointcloud/xyz", "agent/qpos"):
+        for path in ("sensor_data/c/rgb", "sensor_data/c/depth", "pointcloud/rgb", "pointcloud/xyzw", "agent/qpos"):
             x, y = a["obs"][path], b["obs"][path]
             assert np.array_equal(x[()], y[()]) and (x.chunks, x.compression, x.shuffle) == (y.chunks, y.compression, y.shuffle), path
     assert (tmp_path / "plain.h5").stat().st_size == (tmp_path / "packed.h5").stat().st_size

@@ -135,3 +135,4 @@ def test_tcp_quaternion_is_continuous_around_gripper_down(make, uid):
         q = agent.tcp_pose[:, 3:]
         assert (q * last).sum(1).min() > 0.9, f"step {step}: {last} -> {q}"
         last = q.clone()
+

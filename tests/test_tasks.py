@@ -12,7 +12,7 @@ import pytest
 import torch
 
 import envs
-from envs.core.pose import axis_angle_to_quat, pose_mul
+from envs.core.pose import matrix_to_quat, pose_mul
 
 ENV_IDS = envs.env_ids()
 N = 3
@@ -54,17 +54,17 @@ def _stack_cube(base):
 def _lift_peg_upright(base):
     pos = torch.tensor([0.2, 0.25, 0.0]).repeat(base.num_envs, 1)  # clear of the arm at rest
     pos[:, 2] = base.peg_half_sizes[:, 0]
-    x_up = axis_angle_to_quat(torch.tensor([0.0, -math.pi / 2, 0.0]))  # the peg's x axis to +z
-    _put(base, "peg", _at(pos, x_up))
+    # standing on its end, its local y along the table's -x (ManiSkill's Euler test needs a y
+    # with some x component: atan2(-R01, R00) near pi/2)
+    up = matrix_to_quat(torch.tensor([[[0.0, -1.0, 0.0], [0.0, 0.0, -1.0], [1.0, 0.0, 0.0]]]))[0]
+    _put(base, "peg", _at(pos, up))
 
 
 def _peg_insertion_side(base):
-    from envs.tasks.peg_insertion_side import INSERT_DEPTH
-
     in_hole = torch.zeros(base.num_envs, 7)
-    in_hole[:, 0] = INSERT_DEPTH + 0.005 - base.peg_half_sizes[:, 0]  # the head 4.5 cm deep
+    in_hole[:, 0] = -base.peg_half_sizes[:, 0]  # the head at the hole's centre
     in_hole[:, 3] = 1.0
-    _put(base, "peg", pose_mul(base.box.pose(), in_hole))
+    _put(base, "peg", pose_mul(base.box_hole_pose(), in_hole))
 
 
 def _plug_charger(base):
@@ -183,18 +183,24 @@ def test_peg_geometry_is_per_env_seeded_and_independent_of_n(make):
 
     six = make("PegInsertionSide-v1", num_envs=6).unwrapped
     two = make("PegInsertionSide-v1", num_envs=2).unwrapped
-    alone = make("PegInsertionSide-v1", num_envs=1, geometry_seed=[5]).unwrapped
+    alone = make("PegInsertionSide-v1", num_envs=1, geometry_seed=[2027]).unwrapped
     other = make("PegInsertionSide-v1", num_envs=2, geometry_seed=100).unwrapped
     sizes = six.peg_half_sizes
+    assert six.geometry_seeds == [2022 + k for k in range(6)]  # ManiSkill's seeds for a new env
     assert torch.equal(two.peg_half_sizes, sizes[:2]) and torch.equal(alone.peg_half_sizes[0], sizes[5])
+    assert torch.equal(alone.box_hole_offsets[0], six.box_hole_offsets[5])
     assert not torch.allclose(other.peg_half_sizes, sizes[:2])
     assert len(set(sizes[:, 0].tolist())) == 6  # every env its own peg
     assert ((sizes[:, 0] >= PEG_HALF_LENGTH[0]) & (sizes[:, 0] <= PEG_HALF_LENGTH[1])).all()
     assert ((sizes[:, 1] >= PEG_RADIUS[0]) & (sizes[:, 1] <= PEG_RADIUS[1])).all()
     assert torch.equal(sizes[:, 1], sizes[:, 2])
-    assert torch.allclose(six.hole_half_width - sizes[:, 1], torch.full((6,), CLEARANCE))
-    for i in range(6):  # each env's peg collides as its own size
-        shape = six.peg.bodies[i].collision_shapes[0]
+    assert torch.allclose(six.box_hole_radii - sizes[:, 1], torch.full((6,), CLEARANCE))
+    for i in range(6):  # ManiSkill's draws from a legacy RandomState: length, radius, offset
+        g = np.random.RandomState(2022 + i)
+        length, radius = g.uniform(0.085, 0.125), g.uniform(0.015, 0.025)
+        offset = 0.5 * (length - radius) * g.uniform(-1, 1, size=(2,))
+        assert np.allclose(sizes[i].numpy(), (length, radius, radius)) and np.allclose(six.box_hole_offsets[i, 1:].numpy(), offset)
+        shape = six.peg.bodies[i].collision_shapes[0]  # each env's peg collides as its own size
         assert np.allclose(shape.half_size, sizes[i].numpy())
     with pytest.raises(ValueError, match="geometry_seed has 1 seeds for 2 envs"):
         make("PegInsertionSide-v1", num_envs=2, geometry_seed=[3])

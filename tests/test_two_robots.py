@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import torch
 
-from envs.core.pose import quat_apply, quat_conj, quat_to_axis_angle
+from envs.core.pose import quat_apply, quat_conj, quat_to_euler_xyz
 
 N = 2
 
@@ -28,7 +28,7 @@ def _hold(base):
 
 
 def test_each_robot_follows_its_part_of_the_action(make):
-    env, base = _env(make, ("ur5e", "panda"))
+    env, base = _env(make, ("ur5e", "panda"), mode="pd_joint_target_delta_pos")  # steps add up on the targets
     assert [a.spec.uid for a in base.agents] == ["ur5e", "panda"] and base.agent is base.agents[0]
     hold, slices = _hold(base)
     assert env.action_space.shape == (N, 7 + 8)
@@ -56,8 +56,9 @@ def test_each_robot_follows_its_part_of_the_action(make):
 def test_state_dict_obs_has_one_entry_per_robot(make):
     env = make("TwoRobotPickCube-v1", num_envs=N, obs_mode="state_dict", robot_uids=("panda", "ur5e"))
     obs, _ = env.reset(seed=0)
-    assert set(obs["agent"]) == {"robot_0", "robot_1"}
-    assert obs["agent"]["robot_0"]["qpos"].shape == (N, 9) and obs["agent"]["robot_1"]["qpos"].shape == (N, 8)
+    assert list(obs["agent"]) == ["panda-0", "ur5e-1"]  # ManiSkill's multi-agent keys: <uid>-<k>
+    assert obs["agent"]["panda-0"]["qpos"].shape == (N, 9) and obs["agent"]["ur5e-1"]["qpos"].shape == (N, 8)
+    assert list(env.unwrapped.get_state_dict()["articulations"]) == ["panda-agent-0", "ur5e-agent-1"]
 
 
 def test_state_round_trip_restores_both_robots(make):
@@ -87,14 +88,14 @@ def test_robots_collide_with_each_other(make):
         local = agent.tcp_pose_root().clone()
         root_p, root_q = agent.root_pose[:, :3], agent.root_pose[:, 3:]
         local[:, :3] = quat_apply(quat_conj(root_q), meet - root_p)
-        parts.append(torch.cat((local[:, :3], quat_to_axis_angle(local[:, 3:]), torch.ones(N, 1)), 1))
+        parts.append(torch.cat((local[:, :3], quat_to_euler_xyz(local[:, 3:]), torch.ones(N, 1)), 1))  # pd_ee_pose: XYZ Euler
     for _ in range(30):
         env.step(torch.cat(parts, 1))
     names = {
         tuple(sorted(b.entity.name.split("/")[0] for b in c.bodies))
         for c in base.world.scene.get_contacts()
     }
-    assert ("robot_0_0", "robot_1_0") in names
+    assert ("panda-agent-0_0", "panda-agent-1_0") in names
     gap = (base.agents[0].tcp_pose[:, :3] - base.agents[1].tcp_pose[:, :3]).norm(dim=1)
     assert (gap > 0.03).all()
 
@@ -129,7 +130,7 @@ def test_scripted_grasp_solves_it(make, pick_and_place):
     [
         ("PickCube-v1", ["panda", "panda"], "PickCube-v1 takes 1 robot(s); got robot_uids=['panda', 'panda']"),
         ("TwoRobotPickCube-v1", "panda", "TwoRobotPickCube-v1 takes 2 robot(s); got robot_uids='panda'"),
-        ("TwoRobotPickCube-v1", ["panda", "ur10"], "unknown robot 'ur10'; allowed: panda, ur5e"),
+        ("TwoRobotPickCube-v1", ["panda", "ur10"], "unknown robot 'ur10'; allowed: panda, panda_wristcam, ur5e"),
     ],
 )
 def test_wrong_robot_count_is_one_clear_error(make, env_id, robots, message):

@@ -39,7 +39,7 @@ def test_recorded_video_decodes_to_one_frame_per_reset_and_step(make, tmp_path):
 
 
 def test_video_from_an_observation_camera(make, tmp_path):
-    env = RecordVideo(make("PickCube-v1", num_envs=2, obs_mode="rgb", sensor_configs={"width": 32, "height": 32}), tmp_path, camera="hand_camera")
+    env = RecordVideo(make("PickCube-v1", num_envs=2, obs_mode="rgb", robot_uids="panda_wristcam", sensor_configs={"width": 32, "height": 32}), tmp_path, camera="hand_camera")
     env.reset(seed=0)
     env.step(env.action_space.sample())
     env.close()

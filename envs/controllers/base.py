@@ -1,13 +1,20 @@
-"""Controllers turn a batched action into drive targets of one robot.
+"""Controllers turn a batched action into drive targets of one robot, as ManiSkill 3.0.1's do.
 
 An arm controller handles the arm joints; every control mode pairs one with the gripper
-controller (one action dim in [-1, 1]: -1 closed, 1 open). `Controller.apply` takes the whole
-(N, A) action. With several robots, `MultiController` takes their actions concatenated.
+controller. `Controller.apply` takes the whole (N, A) action. With several robots,
+`MultiController` takes their actions concatenated.
+
+Bounds and normalisation follow ManiSkill's `normalize_action`: a normalised controller's
+action space is [-1, 1]^d, the action is clipped there and scaled linearly onto its raw bounds
+(`raw_low`, `raw_high`); an unnormalised one (pd_joint_pos, pd_ee_pose, pd_joint_pos_vel) has
+its raw bounds as action space and takes the action as given, unclipped.
+
+`reset(env_idx)` runs after the task has placed its robots (ManiSkill resets controllers after
+`_initialize_episode`): controllers with targets of their own take them from the new state.
+`sync(env_idx)` runs after a state was loaded (set_state_dict).
 """
 
 from __future__ import annotations
-
-from abc import ABC, abstractmethod
 
 import numpy as np
 import torch
@@ -15,32 +22,67 @@ import torch
 from envs.core.agent import Agent
 
 
-class ArmController(ABC):
-    """One per control mode; `low`/`high` bound its slice of the action."""
+class ArmController:
+    """One subclass per control mode. Subclasses give `raw_low`/`raw_high`, `normalized` and
+    `_apply(scaled action)`."""
+
+    normalized = True
 
     def __init__(self, agent: Agent):
         self.agent = agent
+        self._raw_low = torch.from_numpy(self.raw_low)
+        self._raw_high = torch.from_numpy(self.raw_high)
 
     @property
-    @abstractmethod
-    def low(self) -> np.ndarray: ...
+    def raw_low(self) -> np.ndarray:
+        raise NotImplementedError
 
     @property
-    @abstractmethod
-    def high(self) -> np.ndarray: ...
+    def raw_high(self) -> np.ndarray:
+        raise NotImplementedError
+
+    @property
+    def low(self) -> np.ndarray:
+        return -np.ones_like(self.raw_low) if self.normalized else self.raw_low
+
+    @property
+    def high(self) -> np.ndarray:
+        return np.ones_like(self.raw_high) if self.normalized else self.raw_high
 
     def configure(self) -> None:
         """Set drive gains this controller needs (called when the mode is chosen)."""
         d = self.agent.spec.arm_drive
         self.agent.set_drives(d.stiffness, d.damping)
 
-    @abstractmethod
+    def scale(self, action: torch.Tensor) -> torch.Tensor:
+        """ManiSkill's clip_and_scale_action for normalised controllers; identity otherwise."""
+        if not self.normalized:
+            return action
+        a = action.clamp(-1.0, 1.0)
+        return 0.5 * (self._raw_high + self._raw_low) + 0.5 * (self._raw_high - self._raw_low) * a
+
     def apply(self, action: torch.Tensor) -> None:
-        """action: (N, dim) already clipped to [low, high]."""
+        """action: (N, dim) in the controller's action space."""
+        self._apply(self.scale(action))
+
+    def _apply(self, action: torch.Tensor) -> None:
+        raise NotImplementedError
+
+    def reset(self, env_idx: torch.Tensor) -> None:
+        """Targets of envs `env_idx` from their measured state (after an episode starts)."""
+
+    def sync(self, env_idx: torch.Tensor) -> None:
+        """Targets of envs `env_idx` from their drive targets (after a state was loaded)."""
+
+    def state(self) -> dict[str, torch.Tensor]:
+        """ManiSkill's controller state: the targets a `*_target_*` controller steps from, else {}."""
+        return {}
 
 
 class GripperController:
-    """-1 drives every gripper joint to its closed target, +1 to its open target, linearly between."""
+    """ManiSkill's PDJointPosMimicController for a parallel gripper: one normalised dim,
+    [-1, 1] clipped and scaled onto [closed, open] (the Panda: [-0.01, 0.04] m); the first
+    gripper joint is driven there and the others mimic it (multiplier 1, offset 0)."""
 
     low = np.array([-1.0], dtype=np.float32)
     high = np.array([1.0], dtype=np.float32)
@@ -50,7 +92,8 @@ class GripperController:
         self.closed, self.open = agent.spec.gripper_limits
 
     def to_target(self, action: torch.Tensor) -> torch.Tensor:  # (N, 1) -> (N, 1)
-        return self.closed + (action + 1.0) * 0.5 * (self.open - self.closed)
+        a = action.clamp(-1.0, 1.0)
+        return 0.5 * (self.open + self.closed) + 0.5 * (self.open - self.closed) * a
 
     def from_target(self, target: torch.Tensor) -> torch.Tensor:
         return (target - self.closed) / (self.open - self.closed) * 2.0 - 1.0
@@ -69,8 +112,6 @@ class Controller:
         self.arm_dim = len(arm.low)
         self.low = np.concatenate((arm.low, gripper.low)).astype(np.float32)
         self.high = np.concatenate((arm.high, gripper.high)).astype(np.float32)
-        self._low_t = torch.from_numpy(self.low)
-        self._high_t = torch.from_numpy(self.high)
         arm.configure()
 
     @property
@@ -78,10 +119,21 @@ class Controller:
         return len(self.low)
 
     def apply(self, action: torch.Tensor) -> None:
-        """action: (N, A) float32; values outside the bounds are clipped."""
-        action = torch.minimum(torch.maximum(action, self._low_t), self._high_t)
+        """action: (N, A) float32 (normalised parts are clipped to [-1, 1])."""
         self.arm.apply(action[:, : self.arm_dim])
         self.gripper.apply(action[:, self.arm_dim :])
+
+    def reset(self, env_idx: torch.Tensor) -> None:
+        self.arm.reset(env_idx)
+
+    def sync(self, env_idx: torch.Tensor) -> None:
+        self.arm.sync(env_idx)
+
+    def state(self) -> dict[str, dict[str, torch.Tensor]]:
+        """As ManiSkill's agent/env state "controller" entry: {"arm": {...}} for the target-based
+        modes (`target_qpos` (N, 7) or `target_pose` (N, 7) in the root frame), else {}."""
+        arm = self.arm.state()
+        return {"arm": arm} if arm else {}
 
 
 class MultiController:
@@ -102,3 +154,11 @@ class MultiController:
         """action: (N, sum of the robots' action dims)."""
         for controller, part in zip(self.controllers, action.split(self.splits, dim=1)):
             controller.apply(part)
+
+    def reset(self, env_idx: torch.Tensor) -> None:
+        for c in self.controllers:
+            c.reset(env_idx)
+
+    def sync(self, env_idx: torch.Tensor) -> None:
+        for c in self.controllers:
+            c.sync(env_idx)

@@ -22,8 +22,9 @@ PAD_HALF = 0.01  # half the size of a finger pad along its face (m): an object m
 
 
 class Agent:
-    """One robot in every env. Robots that share an env need different `ignore_bit`s to collide
-    with each other (see envs/core/build.py)."""
+    """One robot in every env. `name` names its articulation in the env state, `obs_key` its
+    entry in a multi-robot observation (ManiSkill's names: see envs/core/env.py). Robots that
+    share an env need different `ignore_bit`s to collide with each other (see envs/core/build.py)."""
 
     def __init__(
         self,
@@ -32,13 +33,17 @@ class Agent:
         root_pose: sapien.Pose,
         name: str,
         ignore_bit: int = SELF_COLLISION_BIT,
+        obs_key: str | None = None,
     ):
         self.spec = spec
         self.name = name
+        self.obs_key = obs_key or name
         model = spec.model
 
         def build(scene: sapien.Scene, i: int, pose: sapien.Pose):
-            return build_articulation(scene, model, pose, f"{name}_{i}", visual=world.visual, ignore_bit=ignore_bit)
+            return build_articulation(
+                scene, model, pose, f"{name}_{i}", visual=world.visual, ignore_bit=ignore_bit, link_materials=spec.link_materials
+            )
 
         self.group: ArticulationGroup = world.add_articulation(name, build, root_pose)
         self.num_envs = world.num_envs

@@ -9,7 +9,12 @@ from __future__ import annotations
 import numpy as np
 import sapien
 
+from typing import TYPE_CHECKING, Mapping
+
 from envs.robots.urdf import Geometry, Joint, RobotModel
+
+if TYPE_CHECKING:
+    from envs.robots.base import LinkMaterial
 
 # SAPIEN's cylinders and capsules lie along their local x axis; URDF's along z.
 _Z_TO_X = sapien.Pose(q=[0.7071068, 0.0, 0.7071068, 0.0])
@@ -62,6 +67,7 @@ def build_articulation(
     visual: bool = False,
     material=None,
     ignore_bit: int = SELF_COLLISION_BIT,
+    link_materials: Mapping[str, LinkMaterial] | None = None,
 ) -> sapien.physx.PhysxArticulation:
     """One fixed-base articulation; its links never collide with each other (they all set
     `ignore_bit` in collision_groups[2]) and feel no gravity (as with a real arm's gravity
@@ -82,19 +88,25 @@ def build_articulation(
             kind = {"revolute": "revolute_unwrapped"}.get(joint.kind, joint.kind)
             limits = [] if joint.kind == "fixed" else [[joint.lower, joint.upper]]
             lb.set_joint_properties(kind, limits, to_pose(joint.origin) * frame, frame, 0.0, 0.0)
+        own = (link_materials or {}).get(link.name)
+        link_material = own.physx() if own is not None else material
         for geom in link.collisions:
-            add_geometry(lb, geom, visual=False, material=material)
+            add_geometry(lb, geom, visual=False, material=link_material)
         if visual:
             for geom in link.visuals:
                 add_geometry(lb, geom, visual=True)
         if link.inertial is not None:
-            lb.set_mass_and_inertia(
-                link.inertial.mass, to_pose(link.inertial.origin), list(link.inertial.diagonal)
-            )
+            frame = to_pose(link.inertial.origin) * sapien.Pose(q=list(link.inertial.axes))
+            lb.set_mass_and_inertia(link.inertial.mass, frame, list(link.inertial.diagonal))
         lb.collision_groups[2] |= 1 << ignore_bit
     ab.set_initial_pose(root_pose)
     articulation = ab.build(fix_root_link=True)
     articulation.set_name(name)
     for link in articulation.links:
         link.disable_gravity = True
+        own = (link_materials or {}).get(link.name.split("/", 1)[-1])
+        if own is not None:
+            for shape in link.get_collision_shapes():
+                shape.set_patch_radius(own.patch_radius)
+                shape.set_min_patch_radius(own.min_patch_radius)
     return articulation

@@ -17,7 +17,7 @@ A task subclasses `BaseEnv` and fills in a few hooks over batched state: `_load_
 task tensors (such as a goal) that belong to the full state; `_default_sensor_configs` its
 cameras (by default a base camera plus the robot's own).
 
-Visual obs modes (rgb, depth, rgbd, pointcloud, segmentation) and render modes are served by
+Camera obs modes (sensor_data, rgb, depth, segmentation, rgbd, their "+" combinations, pointcloud) and render modes are served by
 `envs.sensors` (layout in envs/sensors/suite.py); only then is a render system made.
 
 A task without a robot (e.g. a cart-pole) sets `self.agent` (and `self.agents = [self.agent]`) to
@@ -30,8 +30,21 @@ A task declares `num_robots` and the robot uids it supports (`supported_robots`,
 for every robot). `robot_uids` is one uid, or a tuple (a list from gym.make) with one uid per
 robot. `self.agents` holds the robots in that order and `self.agent` is the first (the only one
 in single-robot tasks). With several robots the action is their controllers' actions
-concatenated in robot order, and the state-dict observation's "agent" entry holds one
-{"qpos", "qvel"} per robot, keyed by its name (robot_0, robot_1, ...).
+concatenated in robot order. Names follow ManiSkill: a single robot's articulation is named
+by its uid ("panda"); robot k of several is "<uid>-agent-<k>" in the env state and the
+observation's "agent" entry holds one {"qpos", "qvel"} per robot keyed "<uid>-<k>".
+
+Observations and state (ManiSkill 3.0.1's layout)
+-------------------------------------------------
+* state_dict: {"agent": {"qpos", "qvel"}, "extra": the task's `_extra_obs`}; state: the same
+  flattened in that order, (N, D) float32 (bools as 0/1); none: {}.
+* camera modes: agent and extra (no object state: tasks check `obs_mode.include_state`) plus
+  "sensor_param", "sensor_data" and, for pointcloud, "pointcloud" (layout in
+  envs/sensors/suite.py).
+* get_state_dict(): {"actors": {name: (N, 13)}, "articulations": {name: (N, 13 + 2 dof)}} as
+  ManiSkill's sim state, then groups of ours that ManiSkill's set_state_dict ignores:
+  "drive_targets" ({articulation: (N, dof)}) and, for tasks with `task_state`, "task".
+  get_state() flattens it in that order.
 """
 
 from __future__ import annotations
@@ -48,7 +61,7 @@ from envs.core.agent import Agent
 from envs.core.build import SELF_COLLISION_BIT
 from envs.core.world import BatchedWorld
 from envs.modes import ControlMode, ObsMode, RenderMode, SimBackend, parse_mode
-from envs.robots import get_robot
+from envs.robots import get_robot, robot_family
 from envs.sensors.config import CameraConfig, default_base_camera, default_render_camera, resolve_sensor_configs
 
 
@@ -127,9 +140,12 @@ class BaseEnv(gym.Env):
         num_workers: int = 1,
         first_env_index: int = 0,
         sensor_configs: dict[str, Any] | None = None,
+        physics: dict[str, Any] | None = None,
     ):
         """num_workers: handled by `__new__` (1 here). first_env_index: the global index of env 0, set
-        by a parallel env's workers so that every env sits at its own grid place in the scene."""
+        by a parallel env's workers so that every env sits at its own grid place in the scene.
+        physics: `envs.core.world.PhysicsConfig` fields to change (PhysX solver, contacts, materials,
+        isolation); the defaults are ManiSkill's."""
         if int(num_envs) < 1:
             raise ValueError(f"num_envs must be >= 1, got {num_envs}")
         if sim_freq % control_freq != 0:
@@ -160,6 +176,7 @@ class BaseEnv(gym.Env):
             self.sim_freq,
             visual=self.obs_mode.visual or render_mode is not None,
             first_index=int(first_env_index),
+            physics=physics,
         )
         self._load_scene()
         self.sensor_settings = resolve_sensor_configs(
@@ -236,26 +253,26 @@ class BaseEnv(gym.Env):
         if len(uids) != self.num_robots:
             raise ValueError(f"{self.env_id} takes {self.num_robots} robot(s); got robot_uids={robot_uids!r}")
         for uid in uids:
-            if uid not in self.supported_robots:
-                get_robot(uid)  # unknown robots get the registry's own message
+            if uid not in self.supported_robots and robot_family(uid) not in self.supported_robots:
                 raise ValueError(
                     f"{self.env_id} does not support robot {uid!r}; allowed: {', '.join(self.supported_robots)}"
                 )
         return uids[0] if self.num_robots == 1 else uids
 
     def _load_agent(self, root_pose: sapien.Pose) -> Agent:
-        """The robot of a single-robot task, named "robot"."""
-        self.agent = Agent(self.world, get_robot(self.robot_uids), root_pose, "robot")
+        """The robot of a single-robot task, named by its uid as ManiSkill names it."""
+        self.agent = Agent(self.world, get_robot(self.robot_uids), root_pose, self.robot_uids)
         self.agents = [self.agent]
         return self.agent
 
     def _load_agents(self, root_poses: Sequence[sapien.Pose]) -> list[Agent]:
-        """The robots of a multi-robot task, one per root pose in robot_uids order, named robot_0,
-        robot_1, ...; they collide with each other (each skips only its own link pairs)."""
+        """The robots of a multi-robot task, one per root pose in robot_uids order, named
+        "<uid>-agent-<k>" (observed as "<uid>-<k>") as ManiSkill's multi-agent names them; they
+        collide with each other (each skips only its own link pairs)."""
         if len(root_poses) != len(self.robot_uids):
             raise ValueError(f"{len(root_poses)} root poses for robot_uids={self.robot_uids!r}")
         self.agents = [
-            Agent(self.world, get_robot(uid), pose, f"robot_{k}", ignore_bit=SELF_COLLISION_BIT - k)
+            Agent(self.world, get_robot(uid), pose, f"{uid}-agent-{k}", ignore_bit=SELF_COLLISION_BIT - k, obs_key=f"{uid}-{k}")
             for k, (uid, pose) in enumerate(zip(self.robot_uids, root_poses))
         ]
         self.agent = self.agents[0]
@@ -265,6 +282,7 @@ class BaseEnv(gym.Env):
     def _initialize(self, env_idx: torch.Tensor) -> None:
         self.rng.idx = env_idx.tolist()
         self._initialize_episode(env_idx, self.rng)
+        self.controller.reset(env_idx)  # controllers take their targets from the new state
         self.elapsed_steps[env_idx] = 0
 
     def reset(self, *, seed: int | Sequence[int] | None = None, options: dict | None = None):
@@ -278,8 +296,6 @@ class BaseEnv(gym.Env):
         else:
             seeds = [int(s) for s in self._seed_source.integers(0, 2**31 - 1, len(env_idx))]
         self.rng.seed(env_idx.tolist(), seeds)
-        if self.sensors is not None and seed is not None:
-            self.sensors.seed(seeds[0])
         self.episode_seeds[env_idx] = torch.tensor(seeds, dtype=torch.int64)
         self._initialize(env_idx)
         info = self.evaluate()
@@ -309,15 +325,18 @@ class BaseEnv(gym.Env):
 
     # ---- observations -------------------------------------------------------------------------
     def get_obs_dict(self, info: dict[str, torch.Tensor]) -> dict[str, Any]:
-        robots = {a.name: {"qpos": a.qpos, "qvel": a.qvel} for a in self.agents}
+        """ManiSkill's state_dict observation: the robots' qpos and qvel, then the task's extra."""
+        # an actuated object that is not a robot agent (a cart-pole) is observed under its name
+        robots = {getattr(a, "obs_key", a.name): {"qpos": a.qpos, "qvel": a.qvel} for a in self.agents}
         return {
-            "agent": robots if self.num_robots > 1 else robots[self.agent.name],
+            "agent": robots if self.num_robots > 1 else next(iter(robots.values())),
             "extra": self._extra_obs(info),
         }
 
     def get_obs(self, info: dict[str, torch.Tensor]):
+        """The observation of `self.obs_mode` (see the module docstring)."""
         if self.obs_mode is ObsMode.NONE:
-            return torch.zeros(self.num_envs, 0)
+            return {}
         tree = self.get_obs_dict(info)
         if self.obs_mode.visual:
             return {**tree, **self.sensors.observe(self.obs_mode)}
@@ -340,35 +359,46 @@ class BaseEnv(gym.Env):
                 from envs.sensors.viewer import HumanViewer
 
                 self._viewer = HumanViewer(self.world)
+            self.sensors.show_hidden(True)  # hidden from observation cameras only
             self._viewer.show()
             return None
         return self.sensors.render()
 
     # ---- full simulator state ---------------------------------------------------------------
     def get_state_dict(self) -> dict[str, dict[str, torch.Tensor]]:
+        """ManiSkill's env state (actors, articulations) and ours after it (see the module docstring)."""
         state = self.world.state_dict()
-        state["task"] = {k: getattr(self, k).clone().float().reshape(self.num_envs, -1) for k in self.task_state}
+        if self.task_state:
+            state["task"] = {k: getattr(self, k).clone().float().reshape(self.num_envs, -1) for k in self.task_state}
         return state
 
     def set_state_dict(self, state: dict[str, dict[str, torch.Tensor]], env_idx: torch.Tensor | None = None) -> None:
+        """Restore a state of `get_state_dict`, or a ManiSkill state of the same task (drive
+        targets then at qpos)."""
         self.world.set_state_dict(state, env_idx)
         idx = slice(None) if env_idx is None else torch.as_tensor(env_idx, dtype=torch.long)
         for k in self.task_state:
-            getattr(self, k)[idx] = state["task"][k].reshape(getattr(self, k)[idx].shape)
+            if k in state.get("task", {}):
+                getattr(self, k)[idx] = torch.as_tensor(state["task"][k], dtype=torch.float32).reshape(getattr(self, k)[idx].shape)
         for agent in self.agents:
             agent.sync_targets()
+        self.controller.sync(torch.arange(self.num_envs) if env_idx is None else idx)
 
     def get_state(self) -> torch.Tensor:
-        """(N, D): every dynamic actor's pose and velocity, each articulation's root pose,
-        velocity, qpos, qvel and drive targets, then the task's own state (e.g. its goal)."""
+        """(N, D): `get_state_dict` flattened: actors, articulations (ManiSkill's flat state),
+        then drive targets and the task's own state."""
         return torch.cat(_flatten(self.get_state_dict()), 1)
 
     def set_state(self, state: torch.Tensor, env_idx: torch.Tensor | None = None) -> None:
-        """state: (len(env_idx), D) as returned by get_state (rows for the given envs)."""
+        """state: (len(env_idx), D) as returned by get_state (rows for the given envs), or
+        ManiSkill's flat state of the same task (its actors and articulations alone)."""
         template = self.get_state_dict()
         state = torch.as_tensor(state, dtype=torch.float32)
         total = sum(t.shape[1] for t in _flatten(template))
-        if state.ndim != 2 or state.shape[1] != total:
+        maniskill = {g: template[g] for g in ("actors", "articulations")}
+        if state.ndim == 2 and state.shape[1] == sum(t.shape[1] for t in _flatten(maniskill)):
+            template = maniskill
+        elif state.ndim != 2 or state.shape[1] != total:
             raise ValueError(f"state has shape {tuple(state.shape)}; expected (n, {total})")
         tree, col = {}, 0
         for group, entries in template.items():

@@ -99,3 +99,28 @@ def quat_angle(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """Angle (radians) of the rotation between unit quaternions a and b."""
     dot = (a * b).sum(-1).abs().clamp(max=1.0)
     return 2.0 * torch.acos(dot)
+
+
+def euler_xyz_to_quat(e: torch.Tensor) -> torch.Tensor:
+    """(..., 3) intrinsic X-Y-Z Euler angles, R = Rx(e0) Ry(e1) Rz(e2) (ManiSkill's "XYZ"
+    convention for end-effector rotations) -> (..., 4) quaternion (w, x, y, z)."""
+    half = e / 2
+    c, s = torch.cos(half), torch.sin(half)
+    zero = torch.zeros_like(c[..., 0])
+    qx = torch.stack((c[..., 0], s[..., 0], zero, zero), -1)
+    qy = torch.stack((c[..., 1], zero, s[..., 1], zero), -1)
+    qz = torch.stack((c[..., 2], zero, zero, s[..., 2]), -1)
+    return quat_mul(quat_mul(qx, qy), qz)
+
+
+def quat_to_euler_xyz(q: torch.Tensor) -> torch.Tensor:
+    """Inverse of euler_xyz_to_quat: (..., 4) -> (..., 3) with e1 in [-pi/2, pi/2]."""
+    m = quat_to_matrix(q)
+    return torch.stack(
+        (
+            torch.atan2(-m[..., 1, 2], m[..., 2, 2]),
+            torch.asin(m[..., 0, 2].clamp(-1.0, 1.0)),
+            torch.atan2(-m[..., 0, 1], m[..., 0, 0]),
+        ),
+        -1,
+    )

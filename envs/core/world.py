@@ -1,9 +1,12 @@
-"""N environments in one SAPIEN CPU PhysX scene, spaced apart on a grid.
+"""N environments on SAPIEN's CPU PhysX: one system for all, the envs spaced apart on a grid (the
+default), or one PhysX system per env (isolated).
 
-One scene is faster than one SAPIEN scene per env (one PhysX step instead of N: 1.4-1.7x at
-N = 64, `python -m benchmarks.batching`) and the envs stay independent because every env sits far from every other,
-with no shape able to reach a neighbour. All poses that leave this module are env-local:
-the env's grid offset is subtracted, so env i sees the same numbers whatever N is.
+A shared system steps all envs in one PhysX call (1.4-1.7x the env-steps/s of one system per env
+at N = 64, `python -m benchmarks.batching`); the envs cannot touch, every env sitting far from
+every other, but an env's last bits then depend on its place on the grid and on the other envs in
+the batch (`python -m benchmarks.coupling`). Isolated envs are bit-identical whatever batch they
+run in. All poses that leave this module are env-local: the env's grid offset (zero when isolated)
+is subtracted, so env i sees the same numbers whatever N is.
 
 Entities are registered per env by name; `ActorGroup` and `ArticulationGroup` read and write
 one quantity for all N envs at once as (N, ...) torch tensors.
@@ -11,6 +14,7 @@ one quantity for all N envs at once as (N, ...) torch tensors.
 
 from __future__ import annotations
 
+from dataclasses import asdict, dataclass
 from typing import Callable, Iterable
 
 import numpy as np
@@ -21,6 +25,70 @@ from envs.core.pose import pose_mul
 
 SPACING = 5.0  # metres between neighbouring env origins: no task reaches that far
 ROW = 16  # envs per row; env i's origin depends on i alone, never on N
+
+
+@dataclass(frozen=True)
+class PhysicsConfig:
+    """PhysX settings of a world. The defaults are ManiSkill 3.0.1's (its SceneConfig and
+    DefaultMaterialsConfig), which every task under a ManiSkill id must simulate with.
+
+    `isolated` gives every env its own PhysX system, all at the origin, instead of one system
+    holding every env on a grid. An isolated env's physics is then a function of its own state and
+    actions alone: it does not depend on which other envs share the batch, nor on its place in it
+    (`python -m benchmarks.coupling`: zero difference in any batch, against up to ~1 in a state
+    number on a shared system). A shared system is faster, so it is the default; demonstrations
+    are made and replayed isolated (`demos generate` stores the setting in the file's env kwargs).
+    """
+
+    solver_position_iterations: int = 15
+    solver_velocity_iterations: int = 1
+    sleep_threshold: float = 0.005
+    contact_offset: float = 0.02
+    rest_offset: float = 0.0
+    bounce_threshold: float = 2.0
+    enable_pcm: bool = True
+    enable_tgs: bool = True
+    enable_ccd: bool = False
+    enable_enhanced_determinism: bool = False
+    enable_friction_every_iteration: bool = True
+    static_friction: float = 0.3
+    dynamic_friction: float = 0.3
+    restitution: float = 0.0
+    isolated: bool = False
+
+    def __post_init__(self) -> None:
+        if self.solver_position_iterations < 1 or self.solver_velocity_iterations < 0:
+            raise ValueError("solver_position_iterations must be >= 1 and solver_velocity_iterations >= 0")
+        if self.contact_offset <= self.rest_offset:
+            raise ValueError(f"contact_offset ({self.contact_offset}) must exceed rest_offset ({self.rest_offset})")
+
+    @classmethod
+    def parse(cls, value: "PhysicsConfig | dict | None") -> "PhysicsConfig":
+        """A config from None (the defaults), a config, or a dict of fields (unknown ones refused)."""
+        if value is None or isinstance(value, cls):
+            return value or cls()
+        unknown = sorted(set(value) - set(cls.__dataclass_fields__))
+        if unknown:
+            raise ValueError(f"unknown physics settings {unknown}; allowed: {', '.join(cls.__dataclass_fields__)}")
+        return cls(**value)
+
+    def dict(self) -> dict:
+        return asdict(self)
+
+    def apply(self) -> None:
+        """Sets SAPIEN's process-wide PhysX configs, which systems, bodies and shapes take when they
+        are created: call it before building a world's systems and entities."""
+        sapien.physx.set_scene_config(
+            bounce_threshold=self.bounce_threshold, enable_pcm=self.enable_pcm, enable_tgs=self.enable_tgs,
+            enable_ccd=self.enable_ccd, enable_enhanced_determinism=self.enable_enhanced_determinism,
+            enable_friction_every_iteration=self.enable_friction_every_iteration,
+        )
+        sapien.physx.set_body_config(
+            solver_position_iterations=self.solver_position_iterations,
+            solver_velocity_iterations=self.solver_velocity_iterations, sleep_threshold=self.sleep_threshold,
+        )
+        sapien.physx.set_shape_config(contact_offset=self.contact_offset, rest_offset=self.rest_offset)
+        sapien.physx.set_default_material(self.static_friction, self.dynamic_friction, self.restitution)
 
 
 def pose_rows(poses: Iterable[sapien.Pose]) -> np.ndarray:
@@ -67,12 +135,13 @@ class _Cached:
 class ActorGroup(_Cached):
     """One rigid body per env (dynamic, kinematic or static)."""
 
-    def __init__(self, name: str, entities: list[sapien.Entity], offsets: torch.Tensor, clock: Clock):
+    def __init__(self, name: str, entities: list[sapien.Entity], offsets: torch.Tensor, clock: Clock, in_state: bool | None = None):
         super().__init__(clock)
         self.name = name
         self.entities = entities
         self.bodies = [e.find_component_by_type(sapien.physx.PhysxRigidBaseComponent) for e in entities]
         self.dynamic = isinstance(self.bodies[0], sapien.physx.PhysxRigidDynamicComponent)
+        self.in_state = self.dynamic if in_state is None else in_state  # part of the env state (see BatchedWorld.add_actor)
         self._offsets = offsets  # (N, 3)
 
     def pose(self) -> torch.Tensor:  # (N, 7) env-local
@@ -118,6 +187,15 @@ class ActorGroup(_Cached):
             self.bodies[i].enable()
 
     def set_state(self, state: torch.Tensor, env_idx: torch.Tensor | None = None) -> None:
+        """A static or kinematic actor already at the state's pose (as read) is left untouched:
+        writing back the float32 reading of a pose far from the origin can move it by a rounding
+        step, and a fixture such as the table would then shape the contacts after a restore."""
+        if not self.dynamic or all(b.kinematic for b in self.bodies):
+            rows = torch.arange(len(self.entities)) if env_idx is None else torch.as_tensor(env_idx, dtype=torch.long)
+            moved = (self.pose()[rows] != state[:, :7]).any(1)
+            if not moved.any():
+                return
+            state, env_idx = state[moved], rows[moved]
         self.set_pose(state[:, :7], env_idx)
         self.set_velocity(state[:, 7:13], env_idx)
 
@@ -189,39 +267,57 @@ class ArticulationGroup(_Cached):
         return _env_local(pose_rows(ls[link].get_entity_pose() for ls in self.links), self._offsets)
 
     def state(self) -> torch.Tensor:
-        """(N, 13 + 3 dof): root pose (7), root velocity (6), qpos, qvel, drive targets."""
-        return torch.cat(
-            (self.root_pose(), torch.zeros(len(self.articulations), 6), self.qpos(), self.qvel(), self.drive_targets()), 1
-        )
+        """(N, 13 + 2 dof) as ManiSkill's Articulation.get_state: root pose (p, q wxyz), root
+        linear and angular velocity, qpos, qvel. Roots are fixed, so their velocity is zero."""
+        return torch.cat((self.root_pose(), torch.zeros(len(self.articulations), 6), self.qpos(), self.qvel()), 1)
+
+    def set_root_pose(self, pose: torch.Tensor, env_idx: torch.Tensor | None = None) -> None:
+        """pose: (len(env_idx), 7) env-local."""
+        self._clock.tick()
+        pose = pose.detach().cpu().double().numpy()
+        for k, i in enumerate(_idx(env_idx, len(self.articulations))):
+            self.articulations[i].set_root_pose(sapien.Pose(pose[k, :3] + self._offsets[i].double().numpy(), pose[k, 3:]))
 
     def set_state(self, state: torch.Tensor, env_idx: torch.Tensor | None = None) -> None:
+        """state: (len(env_idx), 13 + 2 dof) as `state` gives it. Drive targets are not part of it."""
         d = self.dof
+        if state.shape[1] != 13 + 2 * d:
+            raise ValueError(f"articulation {self.name}: state has {state.shape[1]} columns; expected 13 + 2 * {d} dof")
+        self.set_root_pose(state[:, :7], env_idx)
         self.set_qpos(state[:, 13 : 13 + d], env_idx)
         self.set_qvel(state[:, 13 + d : 13 + 2 * d], env_idx)
-        self.set_drive_targets(state[:, 13 + 2 * d : 13 + 3 * d], env_idx)
 
 
 class BatchedWorld:
-    """Owns the PhysX system and every per-env entity, in creation order.
+    """Owns the PhysX systems and every per-env entity, in creation order.
 
-    All envs share one PhysX CPU system. A state-only world puts every env in one SAPIEN scene;
-    a visual world gives each env its own SAPIEN scene (`scenes[i]`), each with its own render
-    system but all on the shared PhysX system, so physics is the same while env i's cameras see
-    env i alone; a render system shared by all envs would make every camera draw all N envs
-    (half the env-steps/s at N = 16, a quarter at N = 32).
+    An isolated world (`PhysicsConfig.isolated`) gives env i its own PhysX system and SAPIEN scene,
+    `scenes[i]`, with every env at the origin. Otherwise all envs share one PhysX CPU system, spaced
+    on a grid: a state-only world puts every env in one SAPIEN scene; a visual world gives each env
+    its own SAPIEN scene (`scenes[i]`) on the shared system. A visual world gives each scene its own
+    render system, so env i's cameras see env i alone; a render system shared by all envs would make
+    every camera draw all N envs (half the env-steps/s at N = 16, a quarter at N = 32).
     """
 
-    def __init__(self, num_envs: int, sim_freq: int, visual: bool = False, first_index: int = 0):
+    def __init__(self, num_envs: int, sim_freq: int, visual: bool = False, first_index: int = 0,
+                 physics: PhysicsConfig | dict | None = None):
         """first_index: the global index of env 0 (a worker of a parallel env holds a slice)."""
         self.num_envs = num_envs
         self.first_index = first_index
         self.visual = visual  # build visual shapes (needs a render system and a Vulkan device)
-        self.physx = sapien.physx.PhysxCpuSystem()
-        self.physx.timestep = 1.0 / sim_freq
+        self.physics = PhysicsConfig.parse(physics)
+        self.physics.apply()
+        count = num_envs if self.physics.isolated else 1
+        self.systems = [sapien.physx.PhysxCpuSystem() for _ in range(count)]
+        for system in self.systems:
+            system.timestep = 1.0 / sim_freq
+        self.physx = self.systems[0]
         if visual:
             from envs.sensors.vulkan import render_system  # only visual worlds touch Vulkan
 
-            self.scenes = [sapien.Scene([self.physx, render_system()]) for _ in range(num_envs)]
+            self.scenes = [sapien.Scene([self.systems[i % count], render_system()]) for i in range(num_envs)]
+        elif self.physics.isolated:
+            self.scenes = [sapien.Scene([system]) for system in self.systems]
         else:
             self.scenes = [sapien.Scene([self.physx])] * num_envs
         self.scene = self.scenes[0]  # env 0's scene; build env i's entities in scenes[i]
@@ -229,6 +325,8 @@ class BatchedWorld:
             [[(i % ROW) * SPACING, (i // ROW) * SPACING, 0.0] for i in range(first_index, first_index + num_envs)],
             dtype=torch.float32,
         )
+        if self.physics.isolated:
+            self.offsets.zero_()  # every env alone at the origin: its numbers do not depend on its index
         self.clock = Clock()
         self.actors: dict[str, ActorGroup] = {}
         self.articulations: dict[str, ArticulationGroup] = {}
@@ -237,15 +335,18 @@ class BatchedWorld:
     def world_pose(self, i: int, local: sapien.Pose) -> sapien.Pose:
         return sapien.Pose(local.p + self.offsets[i].numpy(), local.q)
 
-    def add_actor(self, name: str, build: Callable[[sapien.Scene, int], sapien.Entity], local_pose: sapien.Pose) -> ActorGroup:
+    def add_actor(
+        self, name: str, build: Callable[[sapien.Scene, int], sapien.Entity], local_pose: sapien.Pose, in_state: bool | None = None
+    ) -> ActorGroup:
         """`build(scene, i)` builds env i's entity in `scene` (env i's); it is then placed at
-        `local_pose` in env i."""
+        `local_pose` in env i. The env state holds every non-static actor, as ManiSkill's; with
+        `in_state` a static one too (a fixture ManiSkill builds kinematic, such as its table)."""
         entities = []
         for i in range(self.num_envs):
             entity = build(self.scenes[i], i)
             entity.set_pose(self.world_pose(i, local_pose))
             entities.append(entity)
-        group = ActorGroup(name, entities, self.offsets, self.clock)
+        group = ActorGroup(name, entities, self.offsets, self.clock, in_state)
         self.actors[name] = group
         return group
 
@@ -256,25 +357,44 @@ class BatchedWorld:
         return group
 
     def step(self) -> None:
-        self.physx.step()
+        for system in self.systems:
+            system.step()
         self.clock.tick()
 
     def state_dict(self) -> dict[str, dict[str, torch.Tensor]]:
-        """Every dynamic actor's (N, 13) and every articulation's (N, 13 + 3 dof) state."""
+        """ManiSkill's sim state: "actors" holds every non-static actor's (N, 13) state (pose
+        p and wxyz q, linear and angular velocity; kinematic actors such as goal sites too, and
+        static ones added `in_state`),
+        "articulations" every articulation's (N, 13 + 2 dof). "drive_targets" holds each
+        articulation's (N, dof) joint position targets: ours, which ManiSkill's set_sim_state
+        ignores, and what makes a restored state step exactly as the recorded one did."""
         return {
-            "actors": {n: a.state() for n, a in self.actors.items() if a.dynamic},
+            "actors": {n: a.state() for n, a in self.actors.items() if a.in_state},
             "articulations": {n: a.state() for n, a in self.articulations.items()},
+            "drive_targets": {n: a.drive_targets() for n, a in self.articulations.items()},
         }
 
     def set_state_dict(self, state: dict[str, dict[str, torch.Tensor]], env_idx: torch.Tensor | None = None) -> None:
-        """Every actor, static ones too, is first re-inserted into the PhysX scene. PhysX keeps
+        """Restore what `state_dict` gives; other top-level groups are ignored, and an
+        articulation without "drive_targets" (a ManiSkill state) gets its targets at its qpos.
+
+        Every actor, static ones too, is first re-inserted into the PhysX scene. PhysX keeps
         per-pair contact caches that no API exposes, so without this the history being
         overwritten shapes the steps after a restore (cubes resting on the table, an arm
         scraping the table, replayed differently depending on what ran before). Articulations
         never touch each other, so every pair involves an actor and all caches go."""
+        for group, known in (("actors", self.actors), ("articulations", self.articulations)):
+            unknown = sorted(set(state.get(group, {})) - set(known))
+            if unknown:
+                raise ValueError(f"state names {group} {', '.join(unknown)} this env does not have; it has: {', '.join(known)}")
         for group in self.actors.values():
             group.reinsert(env_idx)
-        for n, s in state["actors"].items():
-            self.actors[n].set_state(s, env_idx)
-        for n, s in state["articulations"].items():
-            self.articulations[n].set_state(s, env_idx)
+        for n, s in state.get("actors", {}).items():
+            self.actors[n].set_state(torch.as_tensor(s, dtype=torch.float32), env_idx)
+        targets = state.get("drive_targets", {})
+        for n, s in state.get("articulations", {}).items():
+            art = self.articulations[n]
+            s = torch.as_tensor(s, dtype=torch.float32)
+            art.set_state(s, env_idx)
+            t = targets.get(n)
+            art.set_drive_targets(torch.as_tensor(t, dtype=torch.float32) if t is not None else s[:, 13 : 13 + art.dof], env_idx)

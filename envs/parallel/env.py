@@ -173,6 +173,7 @@ class ParallelEnv(gym.Env):
         self.single_action_space = d["single_action_space"]
         self.action_space = gym.vector.utils.batch_space(self.single_action_space, self.num_envs)
         self.observation_space = with_num_envs(d["observation_space"], self.num_envs)
+        self._obs_skeleton = d["obs_skeleton"]
         action_dim = self.single_action_space.shape
         fields = [
             Field(("action",), "<f4", action_dim),
@@ -278,6 +279,11 @@ class ParallelEnv(gym.Env):
     def _read(self, prefix: Path, paths: list[Path]) -> Any:
         return unflatten(((p, self._views[p].clone()) for p in paths), prefix)
 
+    def _read_obs(self) -> Any:
+        """The observation in the workers' key order, with their empty dicts (no leaves, so no
+        shared memory) put back: pointcloud's sensor_data, none's whole observation."""
+        return _shaped(self._read(("obs",), self._obs_paths), self._obs_skeleton)
+
     def _split_rows(self, env_idx) -> tuple[torch.Tensor, list[tuple[list[int], torch.Tensor]]]:
         """For global env indices: per worker, (its local indices, positions of those in env_idx)."""
         idx = torch.arange(self.num_envs) if env_idx is None else torch.as_tensor(env_idx, dtype=torch.long).flatten()
@@ -305,7 +311,7 @@ class ParallelEnv(gym.Env):
             local_idx = None if env_idx is None else local
             self._send(k, pickle.dumps(("reset", local_idx, worker_seeds, options)), "resetting")
         self._gather(range(self.num_workers), "resetting")
-        return self._read(("obs",), self._obs_paths), self._read(("info",), self._info_paths)
+        return self._read_obs(), self._read(("info",), self._info_paths)
 
     def _check_action(self, action) -> torch.Tensor:
         """As BaseEnv checks it, here before anything is sent."""
@@ -326,7 +332,7 @@ class ParallelEnv(gym.Env):
             self._send(k, STEP, "stepping")
         self._gather(range(self.num_workers), "stepping")
         v = self._views
-        obs, info = self._read(("obs",), self._obs_paths), self._read(("info",), self._info_paths)
+        obs, info = self._read_obs(), self._read(("info",), self._info_paths)
         return obs, v[("reward",)].clone(), v[("terminated",)].clone(), v[("truncated",)].clone(), info
 
     def close(self) -> None:
@@ -415,6 +421,13 @@ class ParallelEnv(gym.Env):
                 self._send(k, pickle.dumps(("call", method, (part, torch.tensor(local)), {})), f"calling {method}")
                 workers.append(k)
         self._gather(workers, f"calling {method}")
+
+
+def _shaped(tree: Any, skeleton: Any) -> Any:
+    """`tree` rebuilt in the key order of `skeleton` (worker.skeleton), empty dicts included."""
+    if not isinstance(skeleton, dict):
+        return tree
+    return {k: _shaped(tree.get(k, {}), sub) for k, sub in skeleton.items()}
 
 
 def _leaves(tree: Any, prefix: Path = ()) -> list[tuple[Path, torch.Tensor]]:

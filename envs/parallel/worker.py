@@ -47,11 +47,17 @@ def observe(env) -> tuple[Any, dict[str, torch.Tensor]]:
     return env.get_obs(info), info
 
 
+def skeleton(tree: Any) -> Any:
+    """A tree's keys in order, leaves None: empty dicts (which hold no arrays) included."""
+    return {k: skeleton(v) for k, v in tree.items()} if isinstance(tree, dict) else None
+
+
 def describe(env) -> dict[str, Any]:
     """What the parent needs to build its spaces and the shared layout."""
     obs, info = observe(env)
     return {
         "fields": fields_of(obs, ("obs",)) + fields_of(info, ("info",)),
+        "obs_skeleton": skeleton(obs),
         "single_action_space": env.single_action_space,
         "observation_space": env.observation_space,
         "attrs": {

@@ -33,6 +33,23 @@ class Drive:
 
 
 @dataclass(frozen=True)
+class LinkMaterial:
+    """A link's own contact material (ManiSkill's urdf_config: friction, restitution, and the
+    torsional-friction patch radii of its collision shapes)."""
+
+    static_friction: float
+    dynamic_friction: float
+    restitution: float
+    patch_radius: float = 0.0
+    min_patch_radius: float = 0.0
+
+    def physx(self):
+        import sapien
+
+        return sapien.physx.PhysxMaterial(self.static_friction, self.dynamic_friction, self.restitution)
+
+
+@dataclass(frozen=True)
 class RobotSpec:
     uid: str
     urdf: Path
@@ -48,8 +65,12 @@ class RobotSpec:
     joint_delta: float = 0.1  # rad
     ee_delta_pos: float = 0.1  # m
     ee_delta_rot: float = 0.1  # rad
-    joint_vel: float = 1.0  # rad/s for pd_joint_vel
+    ee_pose_pos: float = 2.0  # m: pd_ee_pose's position bound
+    joint_vel: float = 1.0  # rad/s for the velocity modes
+    family: str = ""  # the robot this one is a variant of (same arm and controllers): tasks that
+    # support the family support it; empty: the uid itself
     cameras: tuple[CameraConfig, ...] = ()  # observation cameras the robot carries (mount: a link name)
+    link_materials: dict[str, LinkMaterial] = field(default_factory=dict)  # link name -> its contact material
 
     @cached_property
     def model(self) -> RobotModel:
@@ -92,6 +113,11 @@ def get_robot(uid: str) -> RobotSpec:
     if uid not in _ROBOTS:
         raise ValueError(f"unknown robot {uid!r}; allowed: {', '.join(sorted(_ROBOTS))}")
     return _ROBOTS[uid]
+
+
+def robot_family(uid: str) -> str:
+    """The uid tasks list a robot under: `panda` for `panda_wristcam`, else the uid itself."""
+    return get_robot(uid).family or uid
 
 
 def robot_uids() -> list[str]:

@@ -84,12 +84,15 @@ class ChainKinematics:
         self,
         target: torch.Tensor,
         q_init: torch.Tensor,
-        iterations: int = 8,
-        damping: float = 0.05,
+        iterations: int = 100,
+        damping: float = 0.01,
+        tol: float = 1e-6,
         pos_only: bool = False,
     ) -> torch.Tensor:
-        """Damped least squares from q_init (N, n) towards target (N, 7) root-frame TCP poses.
-        With pos_only, orientation is free. Results are clipped to the joint limits."""
+        """Damped least squares from q_init (N, n) towards target (N, 7) root-frame TCP poses,
+        iterated until every env's error is below `tol` (m, and rad for orientation) or
+        `iterations` ran out. With pos_only, orientation is free. Results are clipped to the
+        joint limits."""
         q = q_init.double().clone()
         goal_p = target[:, :3].double()
         goal_q = target[:, 3:].double()
@@ -103,7 +106,10 @@ class ChainKinematics:
                 cur_q = matrix_to_quat(t[:, :3, :3])
                 err_r = quat_to_axis_angle(quat_mul(goal_q, quat_conj(cur_q)))
                 err, j = torch.cat((err_p, err_r), 1), jac
+            active = err.abs().max(1).values >= tol  # (N,) each env stops on its own: batching never changes a result
+            if not active.any():
+                break
             jjt = j @ j.transpose(1, 2) + lam2 * torch.eye(j.shape[1], dtype=torch.float64)
             dq = (j.transpose(1, 2) @ torch.linalg.solve(jjt, err[:, :, None]))[:, :, 0]
-            q = torch.minimum(torch.maximum(q + dq, self.lower), self.upper)
+            q = torch.where(active[:, None], torch.minimum(torch.maximum(q + dq, self.lower), self.upper), q)
         return q.to(q_init.dtype)

@@ -1,31 +1,41 @@
-"""Franka Emika Panda with its parallel gripper (assets/panda.urdf, assets/panda.srdf)."""
+"""Franka Emika Panda with its parallel gripper, as ManiSkill 3.0.1's `panda` (no camera) and
+`panda_wristcam` (the same arm with a RealSense on the hand). Numbers from ManiSkill's
+agents/robots/panda/panda.py and panda_wristcam.py; kinematics from its panda_v2/panda_v3 URDFs
+(our files use primitive collision shapes instead of its meshes)."""
 
 import math
 
-from envs.robots.base import ASSETS, Drive, RobotSpec, register_robot
-from envs.sensors.config import CameraConfig, look_at
+from envs.robots.base import ASSETS, Drive, LinkMaterial, RobotSpec, register_robot
+from envs.sensors.config import CameraConfig
 
-PANDA = register_robot(
+_PANDA = dict(
+    arm_joints=tuple(f"panda_joint{i}" for i in range(1, 8)),
+    gripper_joints=("panda_finger_joint1", "panda_finger_joint2"),
+    tcp_link="panda_hand_tcp",
+    arm_drive=Drive(stiffness=1e3, damping=1e2, force_limit=100.0),
+    gripper_drive=Drive(stiffness=1e3, damping=1e2, force_limit=100.0),
+    # closed slightly past touching so a thin object still feels force; open at the 4 cm stroke
+    gripper_limits=(-0.01, 0.04),
+    # ManiSkill's gripper material on both fingers
+    link_materials={
+        f"panda_{side}finger": LinkMaterial(2.0, 2.0, 0.0, patch_radius=0.1, min_patch_radius=0.1) for side in ("left", "right")
+    },
+    keyframes={
+        "rest": (0.0, math.pi / 8, 0.0, -5 * math.pi / 8, 0.0, 3 * math.pi / 4, math.pi / 4, 0.04, 0.04),
+    },
+)
+
+PANDA = register_robot(RobotSpec(uid="panda", urdf=ASSETS / "panda.urdf", srdf=ASSETS / "panda.srdf", **_PANDA))
+
+PANDA_WRISTCAM = register_robot(
     RobotSpec(
-        uid="panda",
-        urdf=ASSETS / "panda.urdf",
-        srdf=ASSETS / "panda.srdf",
-        arm_joints=tuple(f"panda_joint{i}" for i in range(1, 8)),
-        gripper_joints=("panda_finger_joint1", "panda_finger_joint2"),
-        tcp_link="panda_hand_tcp",
-        arm_drive=Drive(stiffness=1e3, damping=1e2, force_limit=100.0),
-        gripper_drive=Drive(stiffness=1e3, damping=1e2, force_limit=100.0),
-        # closed slightly past touching so a grasp keeps squeezing; open at the 4 cm stroke
-        gripper_limits=(-0.01, 0.04),
-        keyframes={
-            "rest": (0.0, math.pi / 8, 0.0, -5 * math.pi / 8, 0.0, 3 * math.pi / 4, math.pi / 4, 0.04, 0.04),
-        },
-        # on the hand's side, looking along the fingers (hand +z); image up is the hand's +x
+        uid="panda_wristcam",
+        family="panda",
+        urdf=ASSETS / "panda_wristcam.urdf",
+        srdf=ASSETS / "panda_wristcam.srdf",
         cameras=(
-            CameraConfig(
-                "hand_camera", 128, 128, fov=math.radians(80), near=0.01, far=10.0,
-                pose=look_at((0.06, 0.0, 0.03), (0.0, 0.0, 0.25), up=(1.0, 0.0, 0.0)), mount="panda_hand",
-            ),
+            CameraConfig("hand_camera", 128, 128, fov=math.pi / 2, near=0.01, far=100.0, mount="camera_link"),
         ),
+        **_PANDA,
     )
 )

@@ -58,9 +58,35 @@ class Geometry:
 
 @dataclass(frozen=True)
 class Inertial:
+    """Mass and inertia at `origin`: principal moments `diagonal` about axes rotated by the
+    quaternion `axes` (w, x, y, z) from the origin's frame (the URDF's full tensor, diagonalised)."""
+
     mass: float
     origin: Origin
     diagonal: tuple[float, float, float]
+    axes: tuple[float, float, float, float] = (1.0, 0.0, 0.0, 0.0)
+
+
+def _principal(ixx: float, ixy: float, ixz: float, iyy: float, iyz: float, izz: float):
+    """(principal moments, quaternion of the principal axes) of a symmetric inertia tensor."""
+    tensor = np.array([[ixx, ixy, ixz], [ixy, iyy, iyz], [ixz, iyz, izz]], dtype=float)
+    if not np.count_nonzero(tensor - np.diag(np.diag(tensor))):
+        return (ixx, iyy, izz), (1.0, 0.0, 0.0, 0.0)
+    moments, vecs = np.linalg.eigh(tensor)
+    if np.linalg.det(vecs) < 0:
+        vecs[:, 2] *= -1
+    m = vecs
+    w = math.sqrt(max(1.0 + m[0, 0] + m[1, 1] + m[2, 2], 0.0)) / 2
+    if w > 1e-6:
+        q = (w, (m[2, 1] - m[1, 2]) / (4 * w), (m[0, 2] - m[2, 0]) / (4 * w), (m[1, 0] - m[0, 1]) / (4 * w))
+    else:  # a half turn: from the largest diagonal axis
+        i = int(np.argmax(np.diag(m)))
+        j, k = (i + 1) % 3, (i + 2) % 3
+        r = math.sqrt(1.0 + m[i, i] - m[j, j] - m[k, k]) * 2
+        v = [0.0, 0.0, 0.0]
+        v[i], v[j], v[k] = r / 4, (m[j, i] + m[i, j]) / r, (m[k, i] + m[i, k]) / r
+        q = ((m[k, j] - m[j, k]) / r, *v)
+    return tuple(float(x) for x in moments), tuple(float(x) for x in q)
 
 
 @dataclass
@@ -154,11 +180,8 @@ def load_urdf(path: str | Path) -> RobotModel:
         ie = le.find("inertial")
         if ie is not None:
             inertia = ie.find("inertia")
-            link.inertial = Inertial(
-                float(ie.find("mass").get("value")),
-                _origin(ie.find("origin")),
-                tuple(float(inertia.get(k)) for k in ("ixx", "iyy", "izz")),
-            )
+            moments, axes = _principal(*(float(inertia.get(k, 0.0)) for k in ("ixx", "ixy", "ixz", "iyy", "iyz", "izz")))
+            link.inertial = Inertial(float(ie.find("mass").get("value")), _origin(ie.find("origin")), moments, axes)
         link.collisions = [_geometry(e, colors) for e in le.findall("collision")]
         link.visuals = [_geometry(e, colors) for e in le.findall("visual")]
         links[link.name] = link

@@ -8,8 +8,10 @@ drawn flag (all zero where nothing is hit). Every obs mode is cut from that one 
 Conventions of what leaves this module (all poses env-local, as everywhere in SkillForge):
 * intrinsics (N, 3, 3): the OpenCV pinhole matrix K (pixels; pixel (u, v) is centred at
   u + 0.5, v + 0.5).
-* extrinsics (N, 3, 4): [R | t] mapping env-frame points to OpenCV camera coordinates
+* extrinsic_cv (N, 3, 4): [R | t] mapping env-frame points to OpenCV camera coordinates
   (x right, y down, z forward): x_cam = R @ x_env + t.
+* cam2world_gl (N, 4, 4): the camera's pose in the env frame with OpenGL camera axes (x right,
+  y up, z backward), mapping OpenGL camera points to env-frame points.
 """
 
 from __future__ import annotations
@@ -63,6 +65,11 @@ def segmentation_of(raw: np.ndarray) -> torch.Tensor:  # (N, H, W, 1) int16 enti
     return torch.from_numpy(raw[..., 2:3].astype(np.int16))
 
 
+def color_of(raw: np.ndarray) -> torch.Tensor:  # (N, H, W, 4) uint8 rgb and alpha (255 where drawn)
+    alpha = np.where(raw[..., 3:4] != 0, 255, 0).astype(np.uint8)
+    return torch.from_numpy(np.concatenate((rgb_of(raw).numpy(), alpha), -1))
+
+
 def cut_on_device(raw: torch.Tensor, key: str) -> torch.Tensor:
     """The cuts above for a picture batch still on the GPU (gpu_batch.py): cutting there first
     leaves 5 of the 16 bytes per pixel to copy back. GPUs are little-endian."""
@@ -99,3 +106,12 @@ class BatchedCamera:
         e = np.stack([c.get_extrinsic_matrix() for c in self.components]).astype(np.float64)
         e[:, :, 3] += np.einsum("nij,nj->ni", e[:, :, :3], self._offsets)
         return torch.from_numpy(e.astype(np.float32))
+
+    def cam2world_gl(self) -> torch.Tensor:  # (N, 4, 4) OpenGL camera -> env frame
+        m = np.stack([c.get_model_matrix() for c in self.components]).astype(np.float64)
+        m[:, :3, 3] -= self._offsets
+        return torch.from_numpy(m.astype(np.float32))
+
+    def params(self) -> dict[str, torch.Tensor]:
+        """ManiSkill's sensor_param entry of this camera."""
+        return {"extrinsic_cv": self.extrinsics(), "cam2world_gl": self.cam2world_gl(), "intrinsic_cv": self.intrinsics()}

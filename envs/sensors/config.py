@@ -14,7 +14,6 @@ from typing import Any
 
 import numpy as np
 
-DEFAULT_POINTCLOUD_POINTS = 4096
 # keys of `sensor_configs` that change every observation camera at once
 _SHARED_KEYS = ("width", "height", "fov", "near", "far")
 
@@ -80,11 +79,10 @@ class CameraConfig:
 @dataclass(frozen=True)
 class SensorSettings:
     """What `sensor_configs` decided: the observation cameras, the human-view cameras used by
-    render(), and how many points a point cloud keeps."""
+    render()."""
 
     cameras: tuple[CameraConfig, ...]
     render_cameras: tuple[CameraConfig, ...]
-    pointcloud_points: int = DEFAULT_POINTCLOUD_POINTS
 
 
 def _override(config: CameraConfig, changes: dict[str, Any]) -> CameraConfig:
@@ -105,18 +103,14 @@ def resolve_sensor_configs(
 
         {"width": 64, "height": 64, "fov": 1.2,        # every observation camera
          "base_camera": {"pose": [...], "far": 3.0},   # one camera, by uid (render cameras too)
-         "hand_camera": None,                          # drop a camera
-         "pointcloud_points": 2048}                    # points kept in pointcloud mode
+         "hand_camera": None}                          # drop a camera
     """
     overrides = dict(overrides or {})
-    points = overrides.pop("pointcloud_points", DEFAULT_POINTCLOUD_POINTS)
-    if not isinstance(points, (int, np.integer)) or isinstance(points, bool) or points < 1:
-        raise ValueError(f"pointcloud_points must be a positive integer, got {points!r}")
     shared = {k: overrides.pop(k) for k in _SHARED_KEYS if k in overrides}
     uids = [c.uid for c in cameras] + [c.uid for c in render_cameras]
     unknown = [k for k in overrides if k not in uids]
     if unknown:
-        allowed = ", ".join([*_SHARED_KEYS, "pointcloud_points", *uids])
+        allowed = ", ".join([*_SHARED_KEYS, *uids])
         raise ValueError(f"unknown sensor_configs key(s) {', '.join(map(repr, unknown))}; allowed: {allowed}")
 
     def resolve(configs: list[CameraConfig], base: dict[str, Any]) -> tuple[CameraConfig, ...]:
@@ -135,7 +129,7 @@ def resolve_sensor_configs(
     obs = resolve(cameras, shared)
     if len({c.uid for c in obs}) != len(obs):
         raise ValueError(f"camera uids must be unique, got {[c.uid for c in obs]}")
-    return SensorSettings(obs, resolve(render_cameras, {}), int(points))
+    return SensorSettings(obs, resolve(render_cameras, {}))
 
 
 def default_base_camera() -> CameraConfig:

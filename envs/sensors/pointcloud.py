@@ -1,17 +1,18 @@
-"""Fused, fixed-size point clouds from every camera of an env.
+"""Camera-frame points and the fused point cloud of ManiSkill's `pointcloud` obs mode.
 
-Every pixel of every observation camera that hits a surface (non-zero depth, inside the
-camera's near/far range) is a candidate point, unprojected through the pixel's centre with the
-camera's intrinsics and moved to the env frame with its extrinsics. Each env keeps exactly P of
-its candidates, drawn uniformly at random without replacement; an env with fewer than P
-candidates repeats its candidates (in random order) to fill P. The draw uses a numpy generator
-that `reset(seed=...)` reseeds, so seeded runs give the same clouds. Work is in numpy (see
-camera.py on torch threads).
+Every pixel of a camera is a point: its "position" image holds, per pixel, the surface point in
+OpenGL camera coordinates (x right, y up, z backward), int16 millimetres, (0, 0, 0) where nothing
+is hit, as ManiSkill's minimal shader gives it. The point cloud moves every camera's positions
+to the env frame with the camera's cam2world_gl and stacks the cameras: (N, sum H*W, 4) xyzw,
+where w is 1 on an entity's pixel and 0 on the background (all four numbers 0 there). Nothing is sampled or dropped: a consumer that wants P points picks them by w.
+Work is in numpy (see camera.py on torch threads).
 """
 
 from __future__ import annotations
 
 import numpy as np
+
+POSITION_MAX_MM = 32767  # positions leave as int16 millimetres
 
 
 def pixel_rays(intrinsics: np.ndarray, height: int, width: int) -> np.ndarray:
@@ -23,26 +24,19 @@ def pixel_rays(intrinsics: np.ndarray, height: int, width: int) -> np.ndarray:
     return np.stack((x, y), -1)
 
 
-def lift(depth_um: np.ndarray, rays: np.ndarray, extrinsics: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """depth_um: (N, H, W) int32 depth in micrometres (0 = nothing); rays from `pixel_rays`;
-    extrinsics (N, 3, 4) env -> OpenCV camera. Returns xyz (N, H*W, 3) float32 in the env
-    frame (m) and valid (N, H*W) bool."""
-    n = depth_um.shape[0]
-    d = depth_um.reshape(n, -1, 1).astype(np.float32) * np.float32(1e-6)  # (N, HW, 1) m
-    cam = np.concatenate((rays * d, d), -1)  # (N, HW, 3) OpenCV camera frame
-    r, t = extrinsics[:, :, :3].astype(np.float32), extrinsics[:, :, 3].astype(np.float32)
-    xyz = (cam - t[:, None]) @ r  # R^T (p - t), row-vector form
-    return xyz, d[..., 0] > 0
+def position_of(depth_um: np.ndarray, rays: np.ndarray) -> np.ndarray:
+    """depth_um: (N, H, W) int32 depth along the optical axis in micrometres (0 = nothing); rays
+    from `pixel_rays`. Returns (N, H, W, 3) int16 millimetres in OpenGL camera coordinates."""
+    n, h, w = depth_um.shape
+    d = depth_um.reshape(n, -1, 1).astype(np.float32) * np.float32(1e-3)  # (N, HW, 1) mm
+    cv = np.concatenate((rays * d, d), -1)  # OpenCV camera frame: x right, y down, z forward
+    gl = cv * np.array([1.0, -1.0, -1.0], dtype=np.float32)
+    return np.clip(np.rint(gl), -POSITION_MAX_MM, POSITION_MAX_MM).astype(np.int16).reshape(n, h, w, 3)
 
 
-def sample(valid: np.ndarray, points: int, rng: np.random.Generator) -> np.ndarray:
-    """(N, P) indices of P candidates per env (see the module docstring for the rule)."""
-    n, m = valid.shape
-    score = rng.random((n, m), dtype=np.float32)
-    score[~valid] = -1.0  # candidates rank first, in random order
-    keep = min(points, m)
-    top = np.argpartition(score, m - keep, axis=1)[:, m - keep :]  # (N, keep) the best scores
-    order = np.take_along_axis(top, np.argsort(-np.take_along_axis(score, top, 1), axis=1), 1)  # candidates first
-    count = np.clip(valid.sum(1, keepdims=True), 1, keep)  # (N, 1)
-    j = np.broadcast_to(np.arange(points), (n, points))
-    return np.take_along_axis(order, np.where(j < count, j, j % count), 1)
+def xyzw(position: np.ndarray, segmentation: np.ndarray, cam2world_gl: np.ndarray) -> np.ndarray:
+    """position (N, H, W, 3) int16 mm, segmentation (N, H, W, 1), cam2world_gl (N, 4, 4) ->
+    (N, H*W, 4) float32: env-frame metres and w = (segmentation != 0)."""
+    n = position.shape[0]
+    p = np.concatenate((position.astype(np.float32) / 1000.0, (segmentation != 0).astype(np.float32)), -1)
+    return p.reshape(n, -1, 4) @ cam2world_gl.astype(np.float32).transpose(0, 2, 1)

@@ -1,22 +1,28 @@
 """Every camera of a batched env: building them into each env's render system, lighting, and
-turning one step's pictures into the observation of a visual obs mode.
+turning one step's pictures into the observation of a camera obs mode, laid out as ManiSkill
+3.0.1 lays it out (N envs; H, W per camera; poses in the env frame):
 
-Observation layout (N envs; H, W per camera):
+    obs["agent"], obs["extra"]                     as in state_dict mode (no object state)
+    obs["sensor_param"][uid]["extrinsic_cv"]       (N, 3, 4) float32, env -> OpenCV camera
+    obs["sensor_param"][uid]["cam2world_gl"]       (N, 4, 4) float32, OpenGL camera -> env
+    obs["sensor_param"][uid]["intrinsic_cv"]       (N, 3, 3) float32, OpenCV K
+    obs["sensor_data"][uid]["rgb"]                 (N, H, W, 3) uint8
+    obs["sensor_data"][uid]["depth"]               (N, H, W, 1) int16 mm along the optical axis, 0 = nothing
+    obs["sensor_data"][uid]["position"]            (N, H, W, 3) int16 mm, OpenGL camera frame
+    obs["sensor_data"][uid]["segmentation"]        (N, H, W, 1) int16 entity ids (0 = nothing;
+                                                   names in env.segmentation_ids)
+    sensor_data mode, the shader's own images:
+    obs["sensor_data"][uid]["Color"]               (N, H, W, 4) uint8 rgb, alpha
+    obs["sensor_data"][uid]["PositionSegmentation"](N, H, W, 4) int16 position mm, entity id
+    pointcloud mode (sensor_data is then {}):
+    obs["pointcloud"]["xyzw"]                      (N, P, 4) float32 env frame (m), w = 1 on an entity
+    obs["pointcloud"]["rgb"]                       (N, P, 3) uint8
+    obs["pointcloud"]["segmentation"]              (N, P, 1) int16
+                                                   P = the sum of H*W over the cameras
 
-    obs["agent"], obs["extra"]            as in state_dict mode
-    obs["cameras"][uid]["rgb"]            (N, H, W, 3) uint8                 rgb, rgbd
-    obs["cameras"][uid]["depth"]          (N, H, W, 1) int16, millimetres    depth, rgbd
-                                          along the optical axis; 0 = nothing within [near, far]
-    obs["cameras"][uid]["segmentation"]   (N, H, W, 1) int16 entity ids      segmentation
-                                          (0 = nothing; names in env.segmentation_ids)
-    obs["cameras"][uid]["intrinsics"]     (N, 3, 3) float32, OpenCV K        every visual mode
-    obs["cameras"][uid]["extrinsics"]     (N, 3, 4) float32, env -> OpenCV camera
-    obs["pointcloud"]["xyz"]              (N, P, 3) float32, env frame (m)   pointcloud
-    obs["pointcloud"]["rgb"]              (N, P, 3) uint8
-    obs["pointcloud"]["segmentation"]     (N, P, 1) int16
-
-Each camera renders one picture per step (colour, depth and ids together, see camera.py);
-the obs mode decides what is cut from it.
+Each mode's images per camera are `ObsMode.textures`. Each camera renders one picture per step
+(colour, depth and ids together, see camera.py); the obs mode decides what is cut from it.
+Actors in `world.hidden` (goal sites) are invisible to these cameras and visible in render().
 """
 
 from __future__ import annotations
@@ -36,15 +42,9 @@ from envs.sensors.config import CameraConfig, SensorSettings, look_at
 from envs.sensors.gpu_batch import GpuCameraBatch
 from envs.sensors.gpu_batch import available as gpu_batch_available
 
-# the images each visual obs mode keeps per camera, and how each is cut from the camera's picture
-_KEYS = {
-    ObsMode.RGB: ("rgb",),
-    ObsMode.DEPTH: ("depth",),
-    ObsMode.RGBD: ("rgb", "depth"),
-    ObsMode.SEGMENTATION: ("segmentation",),
-    ObsMode.POINTCLOUD: (),
-}
+# how each image is cut from a camera's picture (position needs the camera's rays: see _images)
 _CUT = {"rgb": camera.rgb_of, "depth": camera.depth_of, "segmentation": camera.segmentation_of}
+_ON_DEVICE = ("rgb", "depth", "segmentation")
 
 AMBIENT = (0.3, 0.3, 0.32)
 SUN = (look_at((0.0, 0.0, 0.0), (0.3, 0.5, -1.0)), (0.75, 0.73, 0.7))  # pose (x axis = direction), colour
@@ -76,7 +76,7 @@ def _mount_entities(world: BatchedWorld, mount: str) -> list[sapien.Entity]:
 
 
 class Sensors:
-    def __init__(self, world: BatchedWorld, settings: SensorSettings, seed: int = 0, gpu_batch: bool | None = None):
+    def __init__(self, world: BatchedWorld, settings: SensorSettings, gpu_batch: bool | None = None):
         """gpu_batch: render each camera uid's pictures of all envs in one submission on a CUDA
         GPU (gpu_batch.py); None: whenever `gpu_batch.available`."""
         self.world = world
@@ -85,7 +85,6 @@ class Sensors:
             _light(scene)
         self.cameras = {c.uid: self._build(c) for c in settings.cameras}
         self.render_cameras = {c.uid: self._build(c) for c in settings.render_cameras}
-        self.rng = np.random.default_rng(seed)  # point-cloud sampling
         self._rays = {uid: pointcloud.pixel_rays(c.intrinsics().numpy(), c.config.height, c.config.width) for uid, c in self.cameras.items()}
         self._rendered_version = -1
         self.segmentation_ids = self._segmentation_ids()
@@ -125,9 +124,6 @@ class Sensors:
             ids.update({f"{name}/{link}": c.entity.per_scene_id for link, c in art.links[0].items()})
         return ids
 
-    def seed(self, seed: int) -> None:
-        self.rng = np.random.default_rng(int(seed))
-
     def _update_render(self) -> None:
         """Copy the simulated poses into every env's render system, once per scene change."""
         if self._rendered_version != self.world.clock.version:
@@ -135,8 +131,31 @@ class Sensors:
                 scene.update_render()
             self._rendered_version = self.world.clock.version
 
+    def show_hidden(self, visible: bool) -> None:
+        """Observation cameras do not see `world.hidden`; render cameras do."""
+        for name in self.world.hidden:
+            for entity in self.world.actors[name].entities:
+                body = entity.find_component_by_type(sapien.render.RenderBodyComponent)
+                if body is not None:
+                    body.visibility = 1.0 if visible else 0.0
+
+    def _images(self, uid: str, raw: np.ndarray | None, raw_gpu: Any, textures: tuple[str, ...]) -> dict[str, torch.Tensor]:
+        """The textures of one camera's picture (raw: (N, H, W, 4) int32 on the CPU, or raw_gpu
+        on the GPU with raw None unless position is wanted)."""
+        out = {}
+        for key in textures:
+            if key == "position":
+                out[key] = torch.from_numpy(pointcloud.position_of(camera.depth_um_of(raw), self._rays[uid]))
+            elif raw_gpu is not None:  # cut on the GPU, copy back only what the mode keeps
+                out[key] = camera.cut_on_device(raw_gpu, key).cpu()
+            else:
+                out[key] = _CUT[key](raw)
+        return out
+
     def observe(self, mode: ObsMode) -> dict[str, Any]:
-        """The camera part of a visual obs mode's observation (see the module docstring)."""
+        """The sensor_param, sensor_data (and pointcloud) part of a camera mode's observation
+        (see the module docstring)."""
+        self.show_hidden(False)
         if self.gpu is not None:
             if self._gpu_version != self.world.clock.version:
                 self.gpu.update()
@@ -146,30 +165,31 @@ class Sensors:
             self._update_render()
             for cam in self.cameras.values():
                 cam.take_picture()
-        out: dict[str, Any] = {"cameras": {}}
-        clouds = []
+        params, data = {}, {}
         for uid, cam in self.cameras.items():
-            if self.gpu is not None:  # cut on the GPU, copy back only what the mode keeps
-                raw_gpu = self.gpu.read(uid)
-                entry = {key: camera.cut_on_device(raw_gpu, key).cpu() for key in _KEYS[mode]}
-                raw = raw_gpu.cpu().numpy() if mode is ObsMode.POINTCLOUD else None
-            else:
-                raw = cam.read()  # (N, H, W, 4) int32
-                entry = {key: _CUT[key](raw) for key in _KEYS[mode]}
-            entry["intrinsics"] = cam.intrinsics()
-            entry["extrinsics"] = cam.extrinsics()
-            if mode is ObsMode.POINTCLOUD:
-                xyz, valid = pointcloud.lift(camera.depth_um_of(raw), self._rays[uid], entry["extrinsics"].numpy())
-                n = raw.shape[0]
-                clouds.append((xyz, camera.rgb_of(raw).numpy().reshape(n, -1, 3), camera.segmentation_of(raw).numpy().reshape(n, -1, 1), valid))
-            out["cameras"][uid] = entry
-        if clouds:
-            xyz, rgb, seg, valid = (np.concatenate(parts, 1) for parts in zip(*clouds))
-            idx = pointcloud.sample(valid, self.settings.pointcloud_points, self.rng)[..., None]  # (N, P, 1)
+            params[uid] = cam.params()
+            raw_gpu = self.gpu.read(uid) if self.gpu is not None else None
+            need_cpu = raw_gpu is None or any(t not in _ON_DEVICE for t in mode.textures) or mode is ObsMode.SENSOR_DATA
+            raw = (raw_gpu.cpu().numpy() if raw_gpu is not None else cam.read()) if need_cpu else None
+            images = self._images(uid, raw, raw_gpu if not need_cpu else None, mode.textures)
+            if mode is ObsMode.SENSOR_DATA:  # the shader's images, untransformed, as ManiSkill's minimal shader names them
+                images = {
+                    "Color": camera.color_of(raw),
+                    "PositionSegmentation": torch.cat((images["position"], images["segmentation"]), -1),
+                }
+            data[uid] = images
+        out: dict[str, Any] = {"sensor_param": params, "sensor_data": data}
+        if mode is ObsMode.POINTCLOUD:
+            clouds = [
+                (pointcloud.xyzw(d["position"].numpy(), d["segmentation"].numpy(), params[uid]["cam2world_gl"].numpy()),
+                 d["rgb"].reshape(d["rgb"].shape[0], -1, 3), d["segmentation"].reshape(d["segmentation"].shape[0], -1, 1))
+                for uid, d in data.items()
+            ]
+            out["sensor_data"] = {}
             out["pointcloud"] = {
-                "xyz": torch.from_numpy(np.take_along_axis(xyz, idx, 1)),
-                "rgb": torch.from_numpy(np.take_along_axis(rgb, idx, 1)),
-                "segmentation": torch.from_numpy(np.take_along_axis(seg, idx, 1)),
+                "xyzw": torch.from_numpy(np.concatenate([c[0] for c in clouds], 1)),
+                "rgb": torch.cat([c[1] for c in clouds], 1),
+                "segmentation": torch.cat([c[2] for c in clouds], 1),
             }
         return out
 
@@ -179,6 +199,7 @@ class Sensors:
         if not cams:
             raise ValueError("this env has no camera to render with")
         cam = cams[uid] if uid is not None else next(iter(cams.values()))
+        self.show_hidden(True)
         self._update_render()
         cam.take_picture()
         return camera.rgb_of(cam.read())

@@ -131,6 +131,11 @@ class CartController:
     def _apply(self, action: torch.Tensor) -> None:
         raise NotImplementedError
 
+    def reset(self, env_idx: torch.Tensor) -> None:
+        """Nothing kept beyond the drive targets."""
+
+    sync = reset
+
 
 class CartPos(CartController):
     low = np.array([-RAIL], dtype=np.float32)

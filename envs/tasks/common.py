@@ -21,11 +21,11 @@ from envs.core.pose import axis_angle_to_quat, quat_apply
 from envs.core.world import ActorGroup, BatchedWorld
 
 # ManiSkill 3.0.1's TableSceneBuilder (mani_skill/utils/scene_builder/table/scene_builder.py): a
-# kinematic "table-workspace" whose one collision box, turned a quarter about z, spans x in
+# "table-workspace" whose one collision box, turned a quarter about z, spans x in
 # [-0.7245, 0.4845], y in [-1.209, 1.209] and z in [-TABLE_HEIGHT, 0]; the ground under it
 TABLE_HEIGHT = 0.9196429
 # a quarter turn about z; 0.70710683 (not cos(pi/4) rounded down) is the float32 that PhysX's
-# normalisation keeps, so the kinematic table's pose never moves by an ulp as the scene steps
+# normalisation keeps, so the table's pose in the state never moves by an ulp
 TABLE_POSE = sapien.Pose([-0.12, 0.0, -TABLE_HEIGHT], [0.70710683, 0.0, 0.0, 0.70710683])
 TABLE_BOX_HALF = (2.418 / 2, 1.209 / 2, TABLE_HEIGHT / 2)  # in the table actor's frame
 TABLE_CENTRE = (-0.12, 0.0, -TABLE_HEIGHT / 2)  # the box's centre in the env frame
@@ -42,9 +42,10 @@ def _material(color: Color) -> sapien.render.RenderMaterial:
 
 
 def build_table(world: BatchedWorld) -> ActorGroup:
-    """ManiSkill's table scene: the kinematic "table-workspace" (top at z = 0, its collision box
-    and pose as TableSceneBuilder builds them, drawn as that box) and a static "ground" under it.
-    The table is kinematic as there, so its pose is part of the env state."""
+    """ManiSkill's table scene: "table-workspace" (top at z = 0, its collision box and pose as
+    TableSceneBuilder builds them, drawn as that box) and a static "ground" under it. ManiSkill
+    builds the table kinematic, which puts it in the env state; ours is static (a kinematic table
+    made restored states replay differently in SAPIEN's CPU PhysX) and is put in the env state alike."""
 
     def table(scene: sapien.Scene, i: int) -> sapien.Entity:
         b = scene.create_actor_builder()
@@ -52,8 +53,7 @@ def build_table(world: BatchedWorld) -> ActorGroup:
         b.add_box_collision(box, half_size=list(TABLE_BOX_HALF))
         if world.visual:
             b.add_box_visual(box, half_size=list(TABLE_BOX_HALF), material=_material((0.55, 0.42, 0.3, 1)))
-        b.set_physx_body_type("kinematic")
-        return b.build(name=f"table-workspace_{i}")
+        return b.build_static(name=f"table-workspace_{i}")
 
     def ground(scene: sapien.Scene, i: int) -> sapien.Entity:
         b = scene.create_actor_builder()
@@ -62,7 +62,7 @@ def build_table(world: BatchedWorld) -> ActorGroup:
             b.add_box_visual(half_size=list(GROUND_HALF), material=_material((0.4, 0.4, 0.42, 1)))
         return b.build_static(name=f"ground_{i}")
 
-    group = world.add_actor("table-workspace", table, TABLE_POSE)
+    group = world.add_actor("table-workspace", table, TABLE_POSE, in_state=True)
     world.add_actor("ground", ground, sapien.Pose([0.0, 0.0, GROUND_Z - GROUND_HALF[2]]))
     return group
 
@@ -221,13 +221,21 @@ TABLE_SCENE_QPOS = {
 }
 
 
-def reset_robot(agent: Agent, env_idx: torch.Tensor, rng: BatchRNG, noise: float = 0.02, alone: bool = True) -> None:
-    """The table scene's start: the robot's rest keyframe (for a robot `alone` at the table, the
-    table scene's own joints where TABLE_SCENE_QPOS names them) with N(0, noise) rad on every
-    arm joint, the gripper open, at rest. ManiSkill draws noise for the fingers too and then
-    sets them open, so the distributions are the same."""
-    start = TABLE_SCENE_QPOS.get(agent.spec.uid, agent.spec.rest_qpos) if alone else agent.spec.rest_qpos
-    qpos = torch.tensor(start, dtype=torch.float32).repeat(len(env_idx), 1)
+def reset_robot(
+    agent: Agent,
+    env_idx: torch.Tensor,
+    rng: BatchRNG,
+    noise: float = 0.02,
+    qpos: Sequence[float] | None = None,
+    alone: bool = True,
+) -> None:
+    """The table scene's start: `qpos`, else the robot's rest keyframe (for a robot `alone` at the
+    table, the table scene's own joints where TABLE_SCENE_QPOS names them), with N(0, noise) rad
+    on every arm joint, at rest. ManiSkill draws noise for the fingers too and then sets them
+    open, so the distributions are the same."""
+    if qpos is None:
+        qpos = TABLE_SCENE_QPOS.get(agent.spec.uid, agent.spec.rest_qpos) if alone else agent.spec.rest_qpos
+    qpos = torch.tensor(qpos, dtype=torch.float32).repeat(len(env_idx), 1)
     qpos[:, agent.arm] += rng.normal(noise, (len(agent.arm),))
     agent.reset_to(qpos, env_idx)
 

@@ -1,29 +1,31 @@
 """PegInsertionSide-v1.
 
-Task: pick up a box peg lying on the table and insert it sideways (horizontally) into a square
-hole through a box fixed on the table. The hole is 3 mm wider than the peg on every side.
+Task: pick up a box peg lying on the table (its head, +x, orange; its tail white) and insert the
+head sideways into the square hole through a box standing on the table.
 
-Randomisation: every env has its own peg, drawn once when the env is built, from the env's
-geometry seed alone: half length U(0.085, 0.125) m, half width ("radius") U(0.015, 0.025) m;
-the hole is built to fit. `geometry_seed=s` (default 0) gives env k the seed s + k, as
-`reset(seed=s)` does, or a list gives one per env: env k's peg is the same whatever N is, and
+Randomisation: every env has its own peg and box, drawn when the env is built from the env's
+geometry seed alone, as ManiSkill draws them from a legacy numpy `RandomState(seed)`: the peg's
+half length L ~ U(0.085, 0.125) m, its half width ("radius") r ~ U(0.015, 0.025) m, then the
+hole's offset from the box's centre across its axis, 0.5 (L - r) U(-1, 1) in each of y and z.
+The box is a cube of half size L with a square hole of half width r + 3 mm along its x axis.
+`geometry_seed=s` (default 2022, the seeds ManiSkill builds a new env with) gives env k the seed
+s + k, or a list gives one per env: env k's geometry is the same whatever N is, and
 `geometry_seed=[s + k]` rebuilds it in a one-env instance. Per episode: the peg lies on the
-table with its centre uniform in x in [-0.1, 0.1], y in [-0.2, -0.05] and its head pointing
-along +y turned by U(-45, 45) degrees; the hole's opening is centred 10 cm above the table at x
-in [-0.05, 0.1], y in [0.15, 0.25], its axis along +y turned by U(-22.5, 22.5) degrees; the arm
-starts at its rest keyframe with N(0, 0.02) rad noise.
+table with its centre uniform in x in [-0.1, 0.1], y in [-0.3, 0], its head along +y turned by
+U(-60, 60) degrees; the box stands on the table with its centre uniform in x in [-0.05, 0.05],
+y in [0.2, 0.4], its hole's axis along +y turned by U(-22.5, 22.5) degrees; the arm starts at
+the rest keyframe with the hand turned half a turn less (joint 7 at -45 degrees), with N(0, 0.02)
+rad noise on every arm joint.
 
-Success: the centre of the peg's head end is at least 4 cm deep in the hole, inside the hole's
-cross-section, and the peg's axis is within 0.2 rad of the hole's.
+Success: the centre of the peg's head end, in the hole's frame (the box's centre moved to the
+hole's offset, x along the hole), has x >= -1.5 cm (it is L - 1.5 cm or more past the opening)
+and |y|, |z| within the hole's half width.
 
 For a motion planner: `self.peg` (ActorGroup; the peg's local x runs from tail to head),
-`self.peg_half_sizes` (N, 3), `self.box` (kinematic ActorGroup whose frame is the hole's: origin
-at the centre of the opening, x into the hole), `self.box_parts[i]` (env i's box as `Part`s in
-that frame, for collision checking), `self.hole_half_width` (N,), `INSERT_DEPTH`,
-`peg_head_pos()`, `peg_grasp_pose()`. Grasp the peg from above at its centre with the fingers
-across its width (off the centre of mass it turns between the box fingers), lift, hold its axis
-on the hole's x axis with the head 1-5 cm in front of the opening, correct the remaining offset
-from the measured head position (a held peg sags a few mm), and push along x.
+`self.peg_half_sizes` (N, 3), `self.box` (the kinematic box; its local x is the hole's axis,
+the opening facing -x at x = -L), `self.box_parts[i]` (env i's box as `Part`s in the box's
+frame, for collision checking), `self.box_hole_radii` (N,), `box_hole_pose()`, `goal_pose()`
+(the peg's pose with its head at the hole's centre), `peg_head_pose()`, `peg_grasp_pose()`.
 """
 
 from __future__ import annotations
@@ -32,21 +34,21 @@ import math
 from typing import Sequence
 
 import numpy as np
+import sapien
 import torch
 
 from envs.core.env import BaseEnv, BatchRNG
-from envs.core.pose import pose_inv, pose_mul, quat_apply
+from envs.core.pose import pose_inv, pose_mul
 from envs.core.registry import register_env
+from envs.sensors.config import CameraConfig, look_at
 from envs.tasks.common import (
     ROBOT_ROOT,
     Part,
     build_parts,
     build_table,
-    local_point,
     nearest_axis_point,
     peg_parts,
     place,
-    plate_with_slots,
     reset_robot,
     yaw_quat,
 )
@@ -54,27 +56,53 @@ from envs.tasks.common import (
 PEG_HALF_LENGTH = (0.085, 0.125)
 PEG_RADIUS = (0.015, 0.025)
 CLEARANCE = 0.003  # gap between the centred peg and each side of the hole
-HOLE_Z = 0.1  # height of the hole's axis above the table
-BOX_DEPTH = 0.08  # length of the hole along its axis
-BOX_WALL = 0.02  # wall thickness above and beside the hole
-INSERT_DEPTH = 0.04
-ALIGN_TOLERANCE = 0.2  # rad
+SUCCESS_X = -0.015  # the head's least x in the hole frame (the box's centre is x = 0)
+DEFAULT_GEOMETRY_SEED = 2022
+# the arm's start: the rest keyframe with joint 7 at -pi/4 (the hand a quarter turn from rest)
+START_QPOS = (0.0, math.pi / 8, 0.0, -5 * math.pi / 8, 0.0, 3 * math.pi / 4, -math.pi / 4, 0.04, 0.04)
+HEAD_COLOR = (0xEC / 255, 0x73 / 255, 0x57 / 255, 1.0)
+TAIL_COLOR = (0xED / 255, 0xF6 / 255, 0xF9 / 255, 1.0)
+BOX_COLOR = (1.0, 0xD2 / 255, 0x89 / 255, 1.0)
 
 
-def box_parts(hole_half: float) -> list[Part]:
-    """The box around a square hole of half width hole_half, in the hole's frame."""
-    outer = hole_half + BOX_WALL
-    color = (0.55, 0.55, 0.6, 1)
-    return plate_with_slots((0.0, BOX_DEPTH), (-outer, outer), (-HOLE_Z, outer), [(0.0, hole_half)], hole_half, color)
+def draw_geometry(seed: int) -> tuple[float, float, tuple[float, float]]:
+    """(half length, radius, hole offset (y, z)) of the peg and box of geometry seed `seed`."""
+    g = np.random.RandomState(seed)
+    length, radius = g.uniform(*PEG_HALF_LENGTH), g.uniform(*PEG_RADIUS)
+    offset = 0.5 * (length - radius) * g.uniform(-1, 1, size=(2,))
+    return float(length), float(radius), (float(offset[0]), float(offset[1]))
 
 
-@register_env("PegInsertionSide-v1", max_episode_steps=200)
+def box_with_hole_parts(inner: float, outer: float, depth: float, offset: tuple[float, float]) -> list[Part]:
+    """A block of half size depth along x and outer along y and z, with a square hole of half
+    width inner along x, centred at (y, z) = offset: four slabs around the hole."""
+    cy, cz = offset
+
+    def slab(y0, y1, z0, z1) -> Part:
+        return Part((depth, (y1 - y0) / 2, (z1 - z0) / 2), sapien.Pose([0, (y0 + y1) / 2, (z0 + z1) / 2]), BOX_COLOR)
+
+    return [
+        slab(cy + inner, outer, -outer, outer),
+        slab(-outer, cy - inner, -outer, outer),
+        slab(-outer, outer, cz + inner, outer),
+        slab(-outer, outer, -outer, cz - inner),
+    ]
+
+
+@register_env("PegInsertionSide-v1", max_episode_steps=100)
 class PegInsertionSideEnv(BaseEnv):
     supported_robots = ("panda",)
 
-    def __init__(self, *args, geometry_seed: int | Sequence[int] = 0, **kwargs):
+    def __init__(self, *args, geometry_seed: int | Sequence[int] = DEFAULT_GEOMETRY_SEED, **kwargs):
         self.geometry_seed = geometry_seed
         super().__init__(*args, **kwargs)
+
+    def _default_sensor_configs(self) -> list[CameraConfig]:
+        base = CameraConfig("base_camera", 128, 128, math.pi / 2, 0.01, 100.0, look_at((0, -0.3, 0.2), (0, 0, 0.1)))
+        return [base, *self.agent.spec.cameras]
+
+    def _default_render_camera_configs(self) -> list[CameraConfig]:
+        return [CameraConfig("render_camera", 512, 512, 1.0, 0.01, 100.0, look_at((0.5, -0.5, 0.8), (0.05, -0.1, 0.4)))]
 
     def _load_scene(self) -> None:
         build_table(self.world)
@@ -82,82 +110,88 @@ class PegInsertionSideEnv(BaseEnv):
         self.geometry_seeds = [int(s) + first + k for k in range(n)] if np.isscalar(s) else [int(x) for x in s]
         if len(self.geometry_seeds) != n:
             raise ValueError(f"geometry_seed has {len(self.geometry_seeds)} seeds for {n} envs")
-        sizes = []
-        for seed in self.geometry_seeds:
-            g = np.random.default_rng(seed)
-            half_length, radius = g.uniform(*PEG_HALF_LENGTH), g.uniform(*PEG_RADIUS)
-            sizes.append((half_length, radius, radius))
-        self.peg_half_sizes = torch.tensor(sizes, dtype=torch.float32)  # (N, 3)
-        self.hole_half_width = self.peg_half_sizes[:, 1] + CLEARANCE  # (N,)
-        self.box_parts = [box_parts(float(h)) for h in self.hole_half_width]
-        pegs = [peg_parts(s, (0.9, 0.55, 0.1, 1), (0.15, 0.3, 0.75, 1)) for s in sizes]
+        drawn = [draw_geometry(seed) for seed in self.geometry_seeds]
+        self.peg_half_sizes = torch.tensor([(l, r, r) for l, r, _ in drawn], dtype=torch.float32)  # (N, 3)
+        self.box_hole_offsets = torch.tensor([(0.0, *o) for _, _, o in drawn], dtype=torch.float32)  # (N, 3)
+        self.box_hole_radii = self.peg_half_sizes[:, 1] + CLEARANCE  # (N,)
+        self.box_parts = [box_with_hole_parts(r + CLEARANCE, l, l, o) for l, r, o in drawn]
+        pegs = [peg_parts((l, r, r), HEAD_COLOR, TAIL_COLOR) for l, r, _ in drawn]
         self.peg = build_parts(self.world, "peg", lambda i: pegs[i])
-        self.box = build_parts(self.world, "box", lambda i: self.box_parts[i], body="kinematic")
+        self.box = build_parts(self.world, "box_with_hole", lambda i: self.box_parts[i], body="kinematic")
         self._load_agent(ROBOT_ROOT)
 
     def _initialize_episode(self, env_idx: torch.Tensor, rng: BatchRNG) -> None:
-        n = len(env_idx)
-        peg_xy = torch.cat((rng.uniform(-0.1, 0.1, (1,)), rng.uniform(-0.2, -0.05, (1,))), 1)
-        peg_yaw = math.pi / 2 + rng.uniform(-math.pi / 4, math.pi / 4, (1,))
-        peg_z = self.peg_half_sizes[env_idx, 2:3]
-        place(self.peg, env_idx, torch.cat((peg_xy, peg_z), 1), yaw_quat(peg_yaw))
-        hole_xy = torch.cat((rng.uniform(-0.05, 0.1, (1,)), rng.uniform(0.15, 0.25, (1,))), 1)
-        hole_yaw = math.pi / 2 + rng.uniform(-math.pi / 8, math.pi / 8, (1,))
-        place(self.box, env_idx, torch.cat((hole_xy, torch.full((n, 1), HOLE_Z)), 1), yaw_quat(hole_yaw))
-        reset_robot(self.agent, env_idx, rng)
+        peg_xy = torch.cat((rng.uniform(-0.1, 0.1, (1,)), rng.uniform(-0.3, 0.0, (1,))), 1)
+        peg_yaw = rng.uniform(math.pi / 2 - math.pi / 3, math.pi / 2 + math.pi / 3, (1,))
+        place(self.peg, env_idx, torch.cat((peg_xy, self.peg_half_sizes[env_idx, 2:3]), 1), yaw_quat(peg_yaw))
+        box_xy = torch.cat((rng.uniform(-0.05, 0.05, (1,)), rng.uniform(0.2, 0.4, (1,))), 1)
+        box_yaw = rng.uniform(math.pi / 2 - math.pi / 8, math.pi / 2 + math.pi / 8, (1,))
+        place(self.box, env_idx, torch.cat((box_xy, self.peg_half_sizes[env_idx, 0:1]), 1), yaw_quat(box_yaw))
+        reset_robot(self.agent, env_idx, rng, qpos=START_QPOS)
 
-    def peg_head_pos(self) -> torch.Tensor:  # (N, 3): centre of the peg's head end face
-        offset = torch.zeros(self.num_envs, 3)
-        offset[:, 0] = self.peg_half_sizes[:, 0]
-        return local_point(self.peg.pose(), offset)
+    # ---- frames ------------------------------------------------------------------------------
+    def _offset(self, x: torch.Tensor) -> torch.Tensor:  # (N, 3) translations -> (N, 7) poses
+        return torch.cat((x, torch.tensor([1.0, 0.0, 0.0, 0.0]).expand(len(x), 4)), 1)
+
+    def peg_head_pose(self) -> torch.Tensor:  # (N, 7): the peg's frame moved to its head end
+        head = torch.nn.functional.pad(self.peg_half_sizes[:, :1], (0, 2))
+        return pose_mul(self.peg.pose(), self._offset(head))
+
+    def box_hole_pose(self) -> torch.Tensor:  # (N, 7): the box's frame moved to the hole's centre
+        return pose_mul(self.box.pose(), self._offset(self.box_hole_offsets))
+
+    def goal_pose(self) -> torch.Tensor:  # (N, 7): the peg's pose with its head at the hole's centre
+        head = torch.nn.functional.pad(-self.peg_half_sizes[:, :1], (0, 2))
+        return pose_mul(self.box_hole_pose(), self._offset(head))
 
     def peg_grasp_pose(self) -> torch.Tensor:  # (N, 7)
-        """Where to grasp: the peg's centre. Box fingers hold little torque, so a grasp away from
-        the centre of mass lets the peg turn; from the centre even the shortest peg reaches 6 cm
-        ahead of the hand, past the insertion depth."""
+        """Where the planner grasps: the peg's centre. Box fingers hold little torque, so a grasp
+        away from the centre of mass lets the peg turn."""
         return self.peg.pose()
 
-    def evaluate(self) -> dict[str, torch.Tensor]:
-        hole = self.box.pose()
-        hole_inv = pose_inv(hole)
-        head = pose_mul(hole_inv, torch.cat((self.peg_head_pos(), hole[:, 3:]), 1))[:, :3]  # in the hole frame
+    def is_peg_grasped(self) -> torch.Tensor:  # (N,)
         peg = self.peg.pose()
-        axis = quat_apply(pose_mul(hole_inv, peg)[:, 3:], torch.tensor([1.0, 0.0, 0.0]).expand(len(peg), 3))
-        misalignment = torch.acos(axis[:, 0].clamp(-1.0, 1.0))
-        in_section = head[:, 1:].abs().max(1).values <= self.hole_half_width
-        inserted = (head[:, 0] >= INSERT_DEPTH) & in_section & (misalignment <= ALIGN_TOLERANCE)
         held_at = nearest_axis_point(peg, self.peg_half_sizes[:, 0], self.agent.tcp_pose[:, :3])
-        grasped = self.agent.is_grasping(held_at, 2 * self.peg_half_sizes[:, 1])
+        return self.agent.is_grasping(held_at, 2 * self.peg_half_sizes[:, 1])
+
+    # ---- hooks -------------------------------------------------------------------------------
+    def evaluate(self) -> dict[str, torch.Tensor]:
+        head = pose_mul(pose_inv(self.box_hole_pose()), self.peg_head_pose())[:, :3]  # (N, 3)
+        r = self.box_hole_radii
+        inside = (head[:, 1].abs() <= r) & (head[:, 2].abs() <= r)
         return {
-            "success": inserted,
+            "success": (head[:, 0] >= SUCCESS_X) & inside,
             "fail": torch.zeros(self.num_envs, dtype=torch.bool),
-            "is_peg_grasped": grasped,
-            "head_in_hole_frame": head,
-            "misalignment": misalignment,
+            "peg_head_pos_at_hole": head,
         }
 
     def _extra_obs(self, info: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-        tcp = self.agent.tcp_pose
-        peg = self.peg.pose()
-        return {
-            "tcp_pose": tcp,
-            "peg_pose": peg,
-            "peg_half_size": self.peg_half_sizes,
-            "hole_pose": self.box.pose(),
-            "hole_half_width": self.hole_half_width[:, None],
-            "tcp_to_peg_pos": peg[:, :3] - tcp[:, :3],
-        }
+        obs = {"tcp_pose": self.agent.tcp_pose}
+        if self.obs_mode.include_state:
+            obs.update(
+                peg_pose=self.peg.pose(),
+                peg_half_size=self.peg_half_sizes,
+                box_hole_pose=self.box_hole_pose(),
+                box_hole_radius=self.box_hole_radii,
+            )
+        return obs
 
     def compute_dense_reward(self, info: dict[str, torch.Tensor]) -> torch.Tensor:
-        """Stages, each worth at most 1, summed and divided by 5: reach the grasp point, grasp,
-        bring the head onto the hole's axis with the peg aligned, push it in; success scores 5."""
+        """ManiSkill's dense reward (at most 10) over 10: reach a point 6 cm behind the peg's
+        centre (1), grasp (1), line the peg's head and centre up with the hole's axis (3), push
+        the head to the hole's centre once both are within 1 cm of the axis (5); success 10."""
         tcp = self.agent.tcp_pose[:, :3]
-        grasped = info["is_peg_grasped"].float()
-        head = info["head_in_hole_frame"]
-        reach = 1 - torch.tanh(5 * (self.peg_grasp_pose()[:, :3] - tcp).norm(dim=1))
-        off_axis = head[:, 1:].norm(dim=1) + 0.1 * info["misalignment"]
-        aligned = 1 - torch.tanh(10 * off_axis)
-        depth = (head[:, 0] / INSERT_DEPTH).clamp(0.0, 1.0) * (off_axis <= self.hole_half_width).float()
-        reward = reach + grasped + (aligned + depth) * grasped
-        reward = torch.where(info["success"], torch.full_like(reward, 5.0), reward)
-        return reward / 5.0
+        behind = pose_mul(self.peg.pose(), self._offset(torch.tensor([[-0.06, 0.0, 0.0]]).expand(self.num_envs, 3)))
+        reward = 1 - torch.tanh(4.0 * (tcp - behind[:, :3]).norm(dim=1))
+        grasped = self.is_peg_grasped()
+        reward = reward + grasped.float()
+        goal_inv = pose_inv(self.goal_pose())
+        head_yz = pose_mul(goal_inv, self.peg_head_pose())[:, 1:3].norm(dim=1)
+        centre_yz = pose_mul(goal_inv, self.peg.pose())[:, 1:3].norm(dim=1)
+        pre_insertion = 3 * (1 - torch.tanh(0.5 * (head_yz + centre_yz) + 4.5 * torch.maximum(head_yz, centre_yz)))
+        reward = reward + pre_insertion * grasped.float()
+        lined_up = (head_yz < 0.01) & (centre_yz < 0.01)
+        insertion = 5 * (1 - torch.tanh(5.0 * info["peg_head_pos_at_hole"].norm(dim=1)))
+        reward = reward + insertion * (grasped & lined_up).float()
+        reward = torch.where(info["success"], torch.full_like(reward, 10.0), reward)
+        return reward / 10.0

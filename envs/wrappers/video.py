@@ -106,7 +106,7 @@ class RecordVideo(gym.Wrapper):
             frames = self.env.unwrapped.render()
         else:
             try:
-                frames = obs["cameras"][self.camera]["rgb"]
+                frames = obs["sensor_data"][self.camera]["rgb"]
             except (KeyError, TypeError):
                 raise ValueError(f"RecordVideo(camera={self.camera!r}): the observation has no rgb for that camera") from None
         return frames.cpu().numpy() if isinstance(frames, torch.Tensor) else np.asarray(frames)

@@ -8,7 +8,7 @@ import torch
 
 from envs.modes import ObsMode
 from tests.parity import Row, Table
-from tests.parity._tabletop import (
+from tests.parity._cubes import (
     PANDA, RANGE_TOL, SAMPLES, at, bounds, camera, camera_rows, env, put, robot_rows, sampled, table_rows, tilt, yaw_spread,
 )
 
