@@ -1,6 +1,7 @@
 """StackCube-v1: pick cubeA (fingers clear of cubeB), lift, set it on cubeB, let go.
 
-ManiSkill's episodes last 50 control steps: the grips are short and the lift low to fit."""
+The grips are short so that most stacks fit ManiSkill's 50 control steps; demos are recorded
+with a 100-step limit, as ManiSkill's own motion-planning demos run past the task's."""
 
 from demos.primitives import attr, box_of, carry_to, grasp_target, lift, position_of, pre_grasp, raised, scene, table_boxes
 from demos.stages import CLOSED, OPEN, Grip, MoveTo, Settle, Solution
@@ -20,4 +21,5 @@ SOLUTION = Solution(
         Settle(),
     ),
     obstacles=scene(table_boxes, box_of("cubeB", "cube_half_sizes")),
+    max_episode_steps=100,  # about a third of planned stacks (40-58 steps) pass the task's 50
 )

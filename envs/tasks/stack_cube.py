@@ -40,7 +40,7 @@ LIN_STATIC, ANG_STATIC = 1e-2, 0.5  # m/s, rad/s
 MAX_REWARD = 8.0
 
 
-@register_env("StackCube-v1", max_episode_steps=50)
+@register_env("StackCube-v1", max_episode_steps=50, robot_uids="panda_wristcam")
 class StackCubeEnv(BaseEnv):
     supported_robots = ("panda", "ur5e")
 

@@ -41,7 +41,7 @@ MAX_GOAL_HEIGHT = 0.3
 MAX_REWARD = 21.0
 
 
-@register_env("TwoRobotPickCube-v1", max_episode_steps=100, robot_uids=["panda", "panda"])
+@register_env("TwoRobotPickCube-v1", max_episode_steps=100, robot_uids=["panda_wristcam", "panda_wristcam"])
 class TwoRobotPickCubeEnv(BaseEnv):
     supported_robots = ("panda", "ur5e")
     num_robots = 2

@@ -60,8 +60,7 @@ TABLE = Table(
     notes="Robot 0 is ManiSkill's left agent, robot 1 its right one. Ranges are over %d seeded resets." % SAMPLES,
     rows=[
         Row("max_episode_steps", 100, lambda: _e().max_episode_steps, SRC),
-        Row("default robots", ("panda_wristcam", "panda_wristcam"), lambda: tuple(_e().robot_uids), SRC,
-            pending="needs the panda_wristcam robot; the default is two pandas until it lands"),
+        Row("default robots", ("panda_wristcam", "panda_wristcam"), lambda: tuple(_e().robot_uids), SRC),
         Row("actors in the env state", ("table-workspace", "cube", "goal_site"), lambda: tuple(_e().get_state_dict()["actors"]), SRC),
         Row("cube half size (m)", (0.02, 0.02, 0.02),
             lambda: tuple(round(float(v), 6) for v in _e().cube.bodies[0].collision_shapes[0].half_size), SRC),
