@@ -89,7 +89,7 @@ def box_with_hole_parts(inner: float, outer: float, depth: float, offset: tuple[
     ]
 
 
-@register_env("PegInsertionSide-v1", max_episode_steps=100)
+@register_env("PegInsertionSide-v1", max_episode_steps=100, robot_uids="panda_wristcam")
 class PegInsertionSideEnv(BaseEnv):
     supported_robots = ("panda",)
 

@@ -77,7 +77,7 @@ def receptacle_parts() -> list[Part]:
 RECEPTACLE_PARTS = receptacle_parts()
 
 
-@register_env("PlugCharger-v1", max_episode_steps=200)
+@register_env("PlugCharger-v1", max_episode_steps=200, robot_uids="panda_wristcam")
 class PlugChargerEnv(BaseEnv):
     supported_robots = ("panda",)
 
@@ -106,7 +106,8 @@ class PlugChargerEnv(BaseEnv):
         goal_xy = torch.cat((rng.uniform(0.01, 0.1, (1,)), rng.uniform(-0.1, 0.1, (1,))), 1)
         goal_yaw = rng.uniform(math.pi - math.pi / 8, math.pi + math.pi / 8, (1,))
         place(self.receptacle, env_idx, torch.cat((goal_xy, torch.full((n, 1), RECEPTACLE_Z)), 1), yaw_quat(goal_yaw))
-        reset_robot(self.agent, env_idx, rng)
+        # ManiSkill sets the rest keyframe itself here (wrist at +pi/4), over the table scene's start
+        reset_robot(self.agent, env_idx, rng, qpos=self.agent.spec.rest_qpos)
 
     def goal_pose(self) -> torch.Tensor:  # (N, 7): the charger's pose when plugged in
         return pose_mul(self.receptacle.pose(), HALF_TURN_Z.expand(self.num_envs, 7))

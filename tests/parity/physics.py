@@ -20,7 +20,7 @@ def _live() -> dict:
     world = env.world
     cube = world.actors["cube"].bodies[0]
     shape = cube.collision_shapes[0]
-    robot = world.articulations["robot"].articulations[0]
+    robot = world.articulations[env.agent.name].articulations[0]
     config = world.physx.config
     material = shape.physical_material
     out = {

@@ -104,8 +104,7 @@ TABLE = Table(
         Row("extra obs, camera modes", ("tcp_pose",), lambda: extra_keys(ENV_ID, ObsMode.RGB), SRC),
         *camera_rows(ENV_ID, "base_camera", (0.3, 0, 0.6), (-0.1, 0, 0.1), 128, math.pi / 2, 0.01, 100, SRC),
         *camera_rows(ENV_ID, "render_camera", (0.3, 0.4, 0.1), (0, 0, 0), 512, 1.0, 0.01, 100, SRC, mount="receptacle"),
-        Row("default robot", "panda_wristcam", lambda: env(ENV_ID).robot_uids, SRC,
-            pending="the robot registry's panda_wristcam (hand camera) as this task's default robot"),
+        Row("default robot", "panda_wristcam", lambda: env(ENV_ID).robot_uids, SRC),
     ],
 )
 
