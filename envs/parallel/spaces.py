@@ -21,5 +21,5 @@ def single(space: gym.Space) -> gym.Space:
     if isinstance(space, gym.spaces.Dict):
         return gym.spaces.Dict({k: single(v) for k, v in space.items()})
     if isinstance(space, gym.spaces.Box):
-        return gym.spaces.Box(space.low[0], space.high[0], space.shape[1:], space.dtype)
+        return gym.spaces.Box(np.asarray(space.low[0]), np.asarray(space.high[0]), space.shape[1:], space.dtype)
     raise TypeError(f"batched spaces are Box or Dict, got {type(space).__name__}")
