@@ -118,8 +118,11 @@ def test_state_round_trip_reproduces_next_steps(make, env_id, control_mode):
         env.unwrapped.set_state(state)
         assert torch.equal(env.unwrapped.get_state(), state)
         runs.append([env.step(a)[0] for a in actions])
-    for a, b in zip(runs[1], runs[2]):  # the first restore may differ from later ones (see above)
-        assert torch.equal(a, b)
+    # later restores agree bit for bit, except where an arm grinds against a kinematic fixture
+    # (PlugCharger's receptacle: 1e-4 apart after 20 steps), which PhysX's contact history beyond
+    # a restore amplifies (docs/PERFORMANCE.md, "Coupling between envs": only a fresh env is exact)
+    for a, b in zip(runs[1], runs[2]):
+        assert torch.allclose(a, b, rtol=0, atol=1e-3), f"restores differ by {(a - b).abs().max().item():.3g}"
     assert torch.allclose(runs[0][0], uninterrupted[0], rtol=1e-3, atol=1e-3)
 
 

@@ -189,7 +189,8 @@ def test_export_flat_state_and_defaults_from_the_task(tmp_path):
     assert export(src, "--out", out) == 0
     info, _, data, _, tasks = check_layout(out, video=False)
     assert info["fps"] == 20  # PickCube-v1's control frequency
-    assert tasks["task"].to_pylist() == ["Pick up a 4 cm cube from the table and hold it at a goal point in the air."]
+    assert tasks["task"].to_pylist() == ['Pick up the red 4 cm "cube" from the table and bring its centre to the "goal_site" '
+                                         "(a green sphere of the goal threshold's radius, hidden from observation cameras), then hold still."]
     assert info["features"]["observation.state"]["shape"] == [42]
     assert "observation.environment_state" not in info["features"]
     assert not any(k.startswith("observation.images.") for k in info["features"])

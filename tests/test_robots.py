@@ -127,7 +127,9 @@ def test_tcp_quaternion_is_continuous_around_gripper_down(make, uid):
     env.reset(seed=0)
     agent = env.unwrapped.agent
     last = agent.tcp_pose[:, 3:].clone()
-    assert (last * agent._tcp_hemisphere).sum(1).min() > 0.99  # at rest: the reference itself
+    # at the start: in the reference's hemisphere (panda_wristcam starts with the wrist turned a
+    # quarter turn from the rest keyframe, as ManiSkill's table scene starts it)
+    assert (last * agent._tcp_hemisphere).sum(1).min() > 0.5
     action = torch.zeros(2, env.action_space.shape[-1])
     for step in range(24):
         action[:, 3:6] = torch.tensor([1.0, -1.0, 1.0]) * (1 if (step // 6) % 2 == 0 else -1)

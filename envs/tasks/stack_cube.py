@@ -65,13 +65,13 @@ class StackCubeEnv(BaseEnv):
         a = (rng.uniform(0.0, 1.0, (2,)) * 2 - 1) * half
         b = torch.zeros(n, 2)  # an env whose every trial lands too close keeps the centre
         pending = torch.ones(n, dtype=torch.bool)
+        # every env draws all its trials, so what an env draws next does not depend on when the
+        # other envs of the batch were placed: a seed gives one start whatever the batch
         for _ in range(SPAWN_TRIALS):
             draw = (rng.uniform(0.0, 1.0, (2,)) * 2 - 1) * half
             ok = pending & ((draw - a).norm(dim=1) > 2 * SPAWN_RADIUS)
             b[ok] = draw[ok]
             pending &= ~ok
-            if not pending.any():
-                break
         z = torch.full((n, 1), CUBE_HALF)
         place(self.cubeA, env_idx, torch.cat((centre + a, z), 1), yaw_quat(rng.uniform(0, 2 * math.pi, (1,))))
         place(self.cubeB, env_idx, torch.cat((centre + b, z), 1), yaw_quat(rng.uniform(0, 2 * math.pi, (1,))))
