@@ -228,7 +228,7 @@ def test_two_node_cluster_loses_a_node_mid_run(two_nodes, tmp_path):
         if probe.stdout.count("node_") >= 2:
             break
         time.sleep(1)
-    cmd = [sys.executable, "-m", "demos.cli", "generate", "PickCube", "--n", "6", "--num-envs", "1", "--workers", "2",
+    cmd = [sys.executable, "-m", "demos.cli", "generate", "PickCube", "--n", "16", "--num-envs", "1", "--workers", "2",
            "--out", str(out), "--executor", "ray", "--address", address]
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     from replay.trajectory import read_meta
@@ -246,7 +246,7 @@ def test_two_node_cluster_loses_a_node_mid_run(two_nodes, tmp_path):
     stdout, stderr = proc.communicate(timeout=300)
     assert proc.returncode == 0, stderr[-2000:]
     episodes = read_meta(out)["episodes"]
-    assert [e["episode_id"] for e in episodes] == list(range(6))  # no gap, no duplicate
-    assert len({e["seed"] for e in episodes}) == 6
+    assert [e["episode_id"] for e in episodes] == list(range(16))  # no gap, no duplicate
+    assert len({e["seed"] for e in episodes}) == 16
     # the lost node's worker was planning a batch when it went: that batch ran again elsewhere
     assert "batches retried after a worker was lost" in stdout, stdout
