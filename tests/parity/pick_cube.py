@@ -9,6 +9,7 @@ import torch
 
 from envs.modes import ObsMode
 from tests.parity import Row, Table
+from tests.parity._tabletop import extra_keys
 from tests.parity._cubes import (
     COMMON, PANDA, RANGE_TOL, SAMPLES, at, bounds, camera, camera_rows, env, put, robot_rows, sampled, table_rows, tilt,
     yaw_spread,
@@ -43,15 +44,6 @@ def _static(speed: float) -> bool:
     info = put(e, {"cube": at(e.goal_pos.clone())}, {e.agent.name: torch.tensor([speed] + [0.0] * (e.agent.dof - 1))})
     return bool(info["success"].all())
 
-
-def _extra_keys(mode: ObsMode) -> tuple[str, ...]:
-    e = _e()
-    e.reset(seed=0)
-    own, e.obs_mode = e.obs_mode, mode
-    try:
-        return tuple(e._extra_obs(e.evaluate()))
-    finally:
-        e.obs_mode = own
 
 
 def _reward_at_success() -> tuple[float, float]:
@@ -94,8 +86,8 @@ TABLE = Table(
             lambda: (_e().agent.is_grasping_actor.__defaults__[0], _e().agent.is_grasping_actor.__defaults__[1]), PANDA),
         Row("extra obs, state modes (in order)",
             ("is_grasped", "tcp_pose", "goal_pos", "obj_pose", "tcp_to_obj_pos", "obj_to_goal_pos"),
-            lambda: _extra_keys(ObsMode.STATE), SRC),
-        Row("extra obs, camera modes (in order)", ("is_grasped", "tcp_pose", "goal_pos"), lambda: _extra_keys(ObsMode.RGB), SRC),
+            lambda: extra_keys(ID, ObsMode.STATE), SRC),
+        Row("extra obs, camera modes (in order)", ("is_grasped", "tcp_pose", "goal_pos"), lambda: extra_keys(ID, ObsMode.RGB), SRC),
         Row("state obs dim", 42, lambda: int(env(ID, 1, obs_mode="state").get_obs(env(ID, 1, obs_mode="state").evaluate()).shape[1]), SRC),
         Row("dense / normalised dense reward at success", (5.0, 1.0), _reward_at_success, SRC),
         Row("observation cameras", ("base_camera",), lambda: tuple(c.uid for c in _e()._default_sensor_configs()), SRC),

@@ -8,6 +8,7 @@ import torch
 
 from envs.modes import ObsMode
 from tests.parity import Row, Table
+from tests.parity._tabletop import extra_keys
 from tests.parity._cubes import (
     PANDA, RANGE_TOL, SAMPLES, at, bounds, camera, camera_rows, env, put, robot_rows, sampled, table_rows, tilt, yaw_spread,
 )
@@ -47,15 +48,6 @@ def _static(lin: float, ang: float) -> bool:
     e.set_state_dict(state)
     return bool(e.evaluate()["is_cubeA_static"].all())
 
-
-def _extra_keys(mode: ObsMode) -> tuple[str, ...]:
-    e = _e()
-    e.reset(seed=0)
-    own, e.obs_mode = e.obs_mode, mode
-    try:
-        return tuple(e._extra_obs(e.evaluate()))
-    finally:
-        e.obs_mode = own
 
 
 def _reward_at_success() -> tuple[float, float]:
@@ -100,8 +92,8 @@ TABLE = Table(
             lambda: tuple(k for k in _e().evaluate() if k != "fail"), SRC),
         Row("extra obs, state modes (in order)",
             ("tcp_pose", "cubeA_pose", "cubeB_pose", "tcp_to_cubeA_pos", "tcp_to_cubeB_pos", "cubeA_to_cubeB_pos"),
-            lambda: _extra_keys(ObsMode.STATE), SRC),
-        Row("extra obs, camera modes", ("tcp_pose",), lambda: _extra_keys(ObsMode.RGB), SRC),
+            lambda: extra_keys(ID, ObsMode.STATE), SRC),
+        Row("extra obs, camera modes", ("tcp_pose",), lambda: extra_keys(ID, ObsMode.RGB), SRC),
         Row("state obs dim", 48, lambda: int(env(ID, 1, obs_mode="state").get_obs(env(ID, 1, obs_mode="state").evaluate()).shape[1]), SRC),
         Row("dense / normalised dense reward at success", (8.0, 1.0), _reward_at_success, SRC),
         *camera_rows(camera(ID, "base_camera"), "base_camera", (0.3, 0.0, 0.6), (-0.1, 0.0, 0.1), 128, 128, math.pi / 2, SRC),

@@ -8,6 +8,7 @@ import torch
 
 from envs.modes import ObsMode
 from tests.parity import Row, Table
+from tests.parity._tabletop import extra_keys
 from tests.parity._cubes import (
     PANDA, RANGE_TOL, SAMPLES, TABLE_SCENE, at, bounds, camera, camera_rows, env, put, robot_rows, sampled, table_rows, tilt,
     yaw_spread,
@@ -37,15 +38,6 @@ def _success(distance: float, right_speed: float = 0.0, left_speed: float = 0.0)
     info = put(e, {"cube": at(e.goal_pos.clone() + torch.tensor([distance, 0.0, 0.0]))}, speeds)
     return bool(info["success"].all())
 
-
-def _extra_keys(mode: ObsMode) -> tuple[str, ...]:
-    e = _e()
-    e.reset(seed=0)
-    own, e.obs_mode = e.obs_mode, mode
-    try:
-        return tuple(e._extra_obs(e.evaluate()))
-    finally:
-        e.obs_mode = own
 
 
 def _reward_at_success() -> tuple[float, float]:
@@ -86,8 +78,8 @@ TABLE = Table(
             lambda: tuple(k for k in _e().evaluate() if k != "fail"), SRC),
         Row("extra obs, state modes (in order)",
             ("left_arm_tcp", "right_arm_tcp", "cube_pose", "left_arm_tcp_to_cube_pos", "right_arm_tcp_to_cube_pos", "cube_to_goal_pos"),
-            lambda: _extra_keys(ObsMode.STATE), SRC),
-        Row("extra obs, camera modes", ("left_arm_tcp", "right_arm_tcp"), lambda: _extra_keys(ObsMode.RGB), SRC),
+            lambda: extra_keys(ID, ObsMode.STATE), SRC),
+        Row("extra obs, camera modes", ("left_arm_tcp", "right_arm_tcp"), lambda: extra_keys(ID, ObsMode.RGB), SRC),
         Row("state obs dim (two pandas)", 66,
             lambda: int(env(ID, 1, obs_mode="state").get_obs(env(ID, 1, obs_mode="state").evaluate()).shape[1]), SRC),
         Row("dense / normalised dense reward at success", (21.0, 1.0), _reward_at_success, SRC),
