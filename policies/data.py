@@ -22,7 +22,7 @@ import torch
 
 from envs.modes import ObsMode
 from policies.config import DERIVED_INPUTS, DatasetConfig
-from replay.trajectory import TrajectoryFile
+from replay.trajectory import TrajectoryFile, has_obs
 
 # Derived inputs: features a policy may ask for (dataset.derived) that the env does not observe,
 # computed here from the observation's own entries, the same way for demos and for acting.
@@ -231,7 +231,7 @@ class DemoData:
         self.spec: ObsSpec | None = None
         for entry in entries:
             g = file.h5[f"traj_{entry['episode_id']}"]
-            if "obs" not in g:
+            if not has_obs(g):
                 raise ValueError(f"{path}: traj_{entry['episode_id']} has no obs (generate with --obs-mode state, or replay convert)")
             obs = _read(g["obs"])
             # a perturbed conversion (replay convert --action-noise): the expert's corrective action
@@ -272,7 +272,7 @@ class DemoData:
             if not file.episodes:
                 raise ValueError(f"{path}: no episodes")
             g = file.h5[f"traj_{file.episodes[0]['episode_id']}"]
-            if "obs" not in g:
+            if not has_obs(g):
                 raise ValueError(f"{path}: episodes have no obs (generate with --obs-mode state, or replay convert)")
             return describe(_read(g["obs"]), g["actions"][()], cfg), env_info(file)
         finally:

@@ -39,6 +39,8 @@ from typing import Any, Iterator
 import h5py
 import numpy as np
 
+from replay import maniskill
+
 FORMAT_VERSION = 2  # 2: env states as ManiSkill names and lays them out (docs/FORMAT.md)
 
 
@@ -90,7 +92,7 @@ def _fsync(path: Path) -> None:
 def _write_json_atomic(path: Path, data: dict) -> None:
     tmp = path.with_name(path.name + ".tmp")
     with open(tmp, "w") as f:
-        json.dump(data, f, indent=1)
+        json.dump(maniskill.split_own_kwargs(data), f, indent=1)  # env_kwargs ManiSkill's gym.make takes
         f.flush()
         os.fsync(f.fileno())
     os.replace(tmp, path)
@@ -205,6 +207,8 @@ def _write_episode(f: h5py.Group, episode: Episode, entry: dict, compress: bool)
         _write_tree(g.create_group("obs"), episode.obs, compress=compress)
     elif episode.obs is not None:  # a flat obs mode (state): one (T + 1, D) dataset
         g.create_dataset("obs", data=np.asarray(episode.obs))
+    else:  # obs mode none: an empty group, as ManiSkill records its empty observation dict
+        g.create_group("obs")
     g.attrs["meta"] = json.dumps(entry)  # the commit mark
 
 
@@ -239,9 +243,15 @@ def _header(f: h5py.File) -> dict | None:
     return header if isinstance(header, dict) and isinstance(header.get("env_info"), dict) else None
 
 
+def has_obs(g: h5py.Group) -> bool:
+    """Whether an episode group holds observations (obs mode none: no `obs`, or an empty group)."""
+    return "obs" in g and (isinstance(g["obs"], h5py.Dataset) or len(g["obs"]) > 0)
+
+
 def read_meta(path: str | Path) -> dict:
     """The metadata of a trajectory file: its sidecar, checked against the HDF5 file, or rebuilt
-    from the file's header and commit marks when the sidecar is stale, missing or another run's."""
+    from the file's header and commit marks when the sidecar is stale, missing or another run's.
+    A file ManiSkill wrote is read as ours (`replay.maniskill.adopt`)."""
     path = Path(path)
     if not path.is_file():
         raise TrajectoryError(f"{path}: no such file")
@@ -253,8 +263,8 @@ def read_meta(path: str | Path) -> dict:
             if header is not None:
                 ids = [e.get("episode_id") for e in side["episodes"]] if side else None
                 if side and side.get("run_id") == header.get("run_id") and ids == list(range(len(names))):
-                    return side
-                return {**header, "episodes": _committed(f)}  # a dangling link raises KeyError below
+                    return maniskill.merge_own_kwargs(side)
+                return maniskill.merge_own_kwargs({**header, "episodes": _committed(f)})  # a dangling link raises KeyError below
             if side is None:
                 raise TrajectoryError(why or f"{path}: no trajectory header and no JSON sidecar {sidecar_path(path).name}: not a trajectory file")
             missing = [e.get("episode_id") for e in side["episodes"] if f"traj_{e.get('episode_id')}" not in f]
@@ -262,7 +272,7 @@ def read_meta(path: str | Path) -> dict:
                 raise TrajectoryError(f"{path}: sidecar lists episodes missing from the HDF5 file: {missing[:5]}")
             if len(names) > len(side["episodes"]):  # committed groups the sidecar does not list yet
                 side["episodes"] = _committed(f)
-            return side
+            return maniskill.adopt(side, f, path) if maniskill.is_maniskill(side) else maniskill.merge_own_kwargs(side)
         except (KeyError, RuntimeError, OSError) as e:
             raise TrajectoryError(
                 f"{path}: damaged trajectory file, or an unfinished one away from its {parts_dir(path).name} folder ({e})"
@@ -514,7 +524,7 @@ class TrajectoryFile:
             seed=entry.get("seed", entry.get("episode_seed", 0)),
             reset_kwargs=entry.get("reset_kwargs", {}),
             rewards=g["rewards"][()] if "rewards" in g else None,
-            obs=_read_obs(g["obs"]) if with_obs and "obs" in g else None,
+            obs=_read_obs(g["obs"]) if with_obs and has_obs(g) else None,
             info=entry.get("info", {}),
             expert_actions=g["expert_actions"][()] if "expert_actions" in g else None,
             reference_actions=g["reference_actions"][()] if "reference_actions" in g else None,
