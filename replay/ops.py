@@ -9,6 +9,7 @@ from pathlib import Path
 
 import h5py
 
+from replay.maniskill import split_own_kwargs
 from replay.trajectory import (
     FORMAT_VERSION,
     TrajectoryError,
@@ -62,7 +63,7 @@ def merge_files(inputs: list[Path], out: Path) -> int:
     episodes = []
     try:
         with h5py.File(tmp, "w") as dst:
-            dst.attrs["meta"] = json.dumps(header)
+            dst.attrs["meta"] = json.dumps(split_own_kwargs(header))  # as the sidecar stores it
             for p, m in zip(inputs, metas):
                 with _open_h5(p) as src:
                     for e in m["episodes"]:

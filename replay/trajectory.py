@@ -336,7 +336,8 @@ class TrajectoryWriter:
 
     @property
     def header(self) -> dict:
-        return {k: v for k, v in self.meta.items() if k != "episodes"}
+        """The root header as stored: the sidecar without episodes, in its on-disk form."""
+        return maniskill.split_own_kwargs({k: v for k, v in self.meta.items() if k != "episodes"})
 
     @property
     def num_episodes(self) -> int:
