@@ -2,7 +2,7 @@
 motion-planning demos (`RecordEpisode` under `examples/motionplanning/panda/run.py`) and its replay
 tool write. No SkillForge header, no commit marks, no drive targets or rewards; the env kwargs its
 scripts pass to `gym.make` (shader packs, render and viewer cameras, `sim_backend`; a replayed file
-also `num_envs` and `reward_mode`); reset kwargs `{"options": {}, "seed": s}`."""
+also `num_envs` and `reward_mode`); reset kwargs `{"options": None, "seed": s}`."""
 
 from __future__ import annotations
 
@@ -32,10 +32,12 @@ def _copy_tree(src: h5py.Group, dst: h5py.Group) -> None:
             dst.create_dataset(name, data=item[()], dtype=item.dtype)
 
 
-def to_maniskill(src: Path, dst: Path, env_id: str | None = None, replayed: bool = False) -> Path:
+def to_maniskill(src: Path, dst: Path, env_id: str | None = None, replayed: bool = False,
+                 max_episode_steps: int | None = None) -> Path:
     """Rewrites our trajectory file `src` as ManiSkill writes it, into `dst` (+ sidecar).
     replayed: as ManiSkill's replay tool writes its output (its env kwargs: num_envs,
-    reward_mode, a concrete sim_backend), else as its motion-planning script does."""
+    reward_mode, a concrete sim_backend), else as its motion-planning script does.
+    max_episode_steps: the sidecar's (ManiSkill's motion-planning demos run past theirs)."""
     src_meta = json.loads(src.with_suffix(".json").read_text())
     info = src_meta["env_info"]
     kwargs = dict(MOTION_PLANNING_KWARGS, obs_mode=info["env_kwargs"]["obs_mode"], control_mode=info["env_kwargs"]["control_mode"])
@@ -54,7 +56,7 @@ def to_maniskill(src: Path, dst: Path, env_id: str | None = None, replayed: bool
             else:  # obs_mode "none": ManiSkill records an empty observation dict
                 o.create_group("obs", track_order=True)
             o.create_dataset("actions", data=g["actions"][()], dtype=np.float32)
-            for key in ("terminated", "truncated", "success", "fail"):
+            for key in ("terminated", "truncated", "success"):  # PickCube's evaluate has no "fail": none recorded
                 o.create_dataset(key, data=g[key][()], dtype=bool)
             states = o.create_group("env_states", track_order=True)
             for group in ("actors", "articulations"):  # ManiSkill's get_state_dict: no drive targets
@@ -66,12 +68,11 @@ def to_maniskill(src: Path, dst: Path, env_id: str | None = None, replayed: bool
                 "episode_seed": e["episode_seed"],
                 "control_mode": e["control_mode"],
                 "elapsed_steps": e["elapsed_steps"],
-                "reset_kwargs": {"options": {}, "seed": e["episode_seed"]},
+                "reset_kwargs": {"options": None, "seed": e["episode_seed"]},
                 "success": bool(g["success"][-1]),
-                "fail": bool(g["fail"][-1]),
             })
     meta = {
-        "env_info": {"env_id": env_id or info["env_id"], "env_kwargs": kwargs, "max_episode_steps": info["max_episode_steps"]},
+        "env_info": {"env_id": env_id or info["env_id"], "env_kwargs": kwargs, "max_episode_steps": max_episode_steps or info["max_episode_steps"]},
         "commit_info": None,
         "source_type": "motionplanning",
         "source_desc": "official motion planning solution from ManiSkill contributors",

@@ -94,6 +94,19 @@ def test_convert_to_camera_obs(theirs, tmp_path, capsys):
     f.close()
 
 
+def test_episodes_past_the_time_limit_convert(ours, tmp_path, capsys):
+    """ManiSkill's motion-planning demos step on after their env truncated (PickCube: 70-odd steps
+    of a 50-step limit): a conversion follows them to their end, the truncated flags still at the limit."""
+    src = to_maniskill(ours, tmp_path / "long.h5", max_episode_steps=20)
+    out = tmp_path / "long.ee.h5"
+    assert replay_main(["convert", str(src), "--control", "pd_ee_delta_pos", "--count", "1", "--out", str(out), "--no-progress"]) == 0
+    assert "converted 1/1 episodes (100.0%)" in capsys.readouterr().out
+    f = TrajectoryFile(out)
+    ep = f.episode(0)
+    assert ep.length > 20 and ep.success[-1] and not ep.truncated[:19].any() and ep.truncated[19:].all()
+    f.close()
+
+
 def _outputs(d: Path) -> set[str]:
     return {p.name for p in d.iterdir()}
 
