@@ -33,9 +33,7 @@ from replay.control import (
     tracker,
 )
 from replay.convert import ConvertConfig, run
-from replay.ops import merge_files
-from replay.subsets import split_file, subset_file
-from replay.trajectory import Episode, TrajectoryError, TrajectoryFile, TrajectoryWriter, read_meta
+from replay.trajectory import Episode, TrajectoryError, TrajectoryFile, TrajectoryWriter, merge_files, read_meta, split_file, subset_file
 from replay.verify import verify_file
 
 N_DEMOS = 4
@@ -418,7 +416,7 @@ def test_interrupted_conversion_resumes_without_duplicates_or_gaps(demos, tmp_pa
     monkeypatch.setattr(convert, "_run_batches", interrupted)
     argv = ["convert", str(demos), "--control", "pd_ee_delta_pose", "--num-envs", "1", "--out", str(out), "--no-progress"]
     assert main(argv) == 130 and "continue with --resume" in capsys.readouterr().err
-    part = tmp_path / "out.part.h5"
+    part = tmp_path / "out.pending.h5"
     assert not out.exists() and len(read_meta(part)["episodes"]) == 2
     assert main(argv) == 2 and "pass --resume" in capsys.readouterr().err  # not overwritten by accident
     assert main(argv + ["--resume", "--control", "pd_ee_delta_pos"]) == 2  # other settings: refused
@@ -465,7 +463,8 @@ def test_images_compressed_where_rendered_read_back_identical(tmp_path):
     size and layout as when h5py compresses them itself."""
     import h5py
 
-    from replay.trajectory import CompressedImages, _write_tree, precompress
+    from replay.trajectory import CompressedImages, precompress
+    from replay.trajectory.layout import write_tree
 
     rng = np.random.default_rng(0)
     tree = {"sensor_data": {"c": {"rgb": rng.integers(0, 255, (9, 24, 32, 3), dtype=np.uint8),
@@ -476,7 +475,7 @@ def test_images_compressed_where_rendered_read_back_identical(tmp_path):
     assert isinstance(packed["sensor_data"]["c"]["depth"], CompressedImages) and isinstance(packed["agent"]["qpos"], np.ndarray)
     for name, t in (("plain", tree), ("packed", packed)):
         with h5py.File(tmp_path / f"{name}.h5", "w") as f:
-            _write_tree(f.create_group("obs"), t, compress=True)
+            write_tree(f.create_group("obs"), t, compress=True)
     with h5py.File(tmp_path / "plain.h5") as a, h5py.File(tmp_path / "packed.h5") as b:
         for path in ("sensor_data/c/rgb", "sensor_data/c/depth", "pointcloud/rgb", "pointcloud/xyzw", "agent/qpos"):
             x, y = a["obs"][path], b["obs"][path]
