@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import shutil
 from pathlib import Path
 
@@ -304,6 +305,42 @@ def test_split_subset_merge_keep_metadata(demos, tmp_path):
     ep = TrajectoryFile(merged).episode(0)
     np.testing.assert_array_equal(ep.actions, TrajectoryFile(train).episode(0).actions)
     assert verify_file(sub)[0] == 2
+
+
+def test_one_merge_behind_both_commands(demos, tmp_path, capsys):
+    """`replay merge` and `demos merge` are one merge: OUT must be *.h5 and no input, an existing
+    OUT needs --overwrite, inputs must share format version, env id and env kwargs."""
+    from demos.cli import main as demos_main
+
+    a = _copy(demos, tmp_path / "a.h5")
+    older = _copy(demos, tmp_path / "older.h5")
+    meta = read_meta(demos)
+    meta["format_version"] = 1
+    older.with_suffix(".json").write_text(json.dumps(meta))
+    out = tmp_path / "m.h5"
+    for command in (main, demos_main):
+        assert command(["merge", str(out), str(a), str(demos)]) == 0 and len(read_meta(out)["episodes"]) == 2 * N_DEMOS
+        capsys.readouterr()
+        for argv, says in ((["merge", str(out), str(a)], "--overwrite"), (["merge", str(tmp_path / "m.txt"), str(a)], ".h5"),
+                           (["merge", str(a), str(a), str(demos)], "must not be one of the inputs"),
+                           (["merge", str(tmp_path / "n.h5"), str(a), str(older)], "format version 1 vs 2")):
+            assert command(argv) == 2, argv
+            assert says in capsys.readouterr().err, argv
+        assert command(["merge", str(out), str(a), "--overwrite"]) == 0 and len(read_meta(out)["episodes"]) == N_DEMOS
+        out.unlink()
+        out.with_suffix(".json").unlink()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.h5", "a.json", "older.h5", "older.json"]
+
+
+def test_only_the_trajectory_package_knows_the_hdf5_layout():
+    """One owner of the file format: no other module of the product imports h5py or names an
+    episode group."""
+    root = Path(__file__).resolve().parents[1]
+    owner = root / "replay" / "trajectory"
+    layout = re.compile(r"^\s*(?:import|from) h5py\b|traj_\{|[\"']traj_", re.M)
+    found = [str(p.relative_to(root)) for pkg in ("envs", "demos", "replay", "policies") for p in sorted((root / pkg).rglob("*.py"))
+             if owner not in p.parents and layout.search(p.read_text())]
+    assert found == []
 
 
 def test_cli_convert_and_split(demos, tmp_path, capsys):

@@ -19,18 +19,15 @@ from replay.trajectory.episode import (
     Episode,
     TrajectoryError,
     batch_env_kwargs,
-    episode_entry,
-    image_storage,
     precompress,
 )
-from replay.trajectory.files import Output, check_output_path, merge_files, remove_trajectory, split_file, subset_file
+from replay.trajectory.files import Output, merge_files, split_file, subset_file
 from replay.trajectory.layout import check_sidecar, fsync_file, parts_dir, pending_path, read_meta, sidecar_path
 from replay.trajectory.reader import TrajectoryFile
 from replay.trajectory.writer import TrajectoryWriter
 
 __all__ = [
     "FORMAT_VERSION", "CompressedImages", "Demo", "Episode", "Output", "TrajectoryError", "TrajectoryFile",
-    "TrajectoryWriter", "batch_env_kwargs", "check_output_path", "check_sidecar", "episode_entry", "fsync_file",
-    "image_storage", "merge_files", "parts_dir", "pending_path", "precompress", "read_meta", "remove_trajectory",
-    "sidecar_path", "split_file", "subset_file",
+    "TrajectoryWriter", "batch_env_kwargs", "check_sidecar", "fsync_file", "merge_files", "parts_dir", "pending_path",
+    "precompress", "read_meta", "sidecar_path", "split_file", "subset_file",
 ]

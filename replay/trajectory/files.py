@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
+from replay.trajectory.episode import TrajectoryError
 from replay.trajectory.layout import (
     copy_episode,
     open_h5,
@@ -32,7 +33,6 @@ from replay.trajectory.layout import (
     write_header,
     write_json_atomic,
 )
-from replay.trajectory.episode import TrajectoryError
 from replay.trajectory.writer import TrajectoryWriter
 
 
