@@ -17,7 +17,7 @@ from demos.cli import main as demos_main
 from demos.generate import GenerateConfig, generate
 from policies.cli import main as policies_main
 from replay.cli import main as replay_main
-from replay.maniskill import MANISKILL_ENV_KWARGS, OWN_KWARGS_KEY
+from replay.trajectory.maniskill import MANISKILL_ENV_KWARGS, OWN_KWARGS_KEY
 from replay.trajectory import TrajectoryFile, read_meta, sidecar_path
 from tests.maniskill_files import to_maniskill
 

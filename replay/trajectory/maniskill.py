@@ -5,7 +5,7 @@ writes the layout docs/FORMAT.md describes without our additions: no header, no 
 drive targets, and a sidecar whose `env_kwargs` are whatever its `gym.make` was given, including
 settings our envs do not take (shader packs, render and viewer cameras, `sim_backend`,
 `num_envs`, `reward_mode`...). A sidecar without `format_version` is such a file; `adopt` turns
-its metadata into ours once, where the format is read (`replay.trajectory.read_meta`), so every
+its metadata into ours once, where the format is read (`layout.read_meta`), so every
 tool rebuilds its envs from clean kwargs:
 
 - `env_kwargs`: what the task's env takes is kept; ManiSkill's `sim_config` gives `sim_freq` and
@@ -33,6 +33,8 @@ from pathlib import Path
 from typing import Any
 
 import h5py
+
+from replay.trajectory.episode import TrajectoryError
 
 # gym.make kwargs of ManiSkill 3.0.1's BaseEnv (mani_skill/envs/sapien_env.py)
 MANISKILL_ENV_KWARGS = frozenset({
@@ -139,8 +141,6 @@ def _env_kwargs(kwargs: dict, accepted: set[str], first: h5py.Group | None, cont
 
 
 def _seed(entry: dict, where: str) -> int:
-    from replay.trajectory import TrajectoryError
-
     seed = (entry.get("reset_kwargs") or {}).get("seed", entry.get("episode_seed"))
     if isinstance(seed, list) and len(seed) == 1:
         seed = seed[0]
@@ -150,10 +150,10 @@ def _seed(entry: dict, where: str) -> int:
 
 
 def _check_layout(f: h5py.File, episodes: list[dict], where: str) -> None:
-    from replay.trajectory import TrajectoryError
+    from replay.trajectory.layout import group_name
 
     for e in episodes:
-        name = f"traj_{e.get('episode_id')}"
+        name = group_name(e.get("episode_id"))
         g = f.get(name)
         missing = [] if isinstance(g, h5py.Group) else [name]
         if g is not None and not missing:
@@ -174,15 +174,15 @@ def adopt(meta: dict, f: h5py.File, path: Path) -> dict:
     the task exists and the episodes have what our tools read (a TrajectoryError otherwise)."""
     import envs  # noqa: F401  (registers the tasks)
     from envs.core.registry import TASKS, env_ids
-    from replay.trajectory import TrajectoryError
-
     info = meta["env_info"]
     env_id = info.get("env_id")
     if env_id not in TASKS:
         raise TrajectoryError(f"{path}: a ManiSkill file of {env_id!r}, a task SkillForge does not have; it has: {', '.join(env_ids())}")
     episodes = meta["episodes"]
     _check_layout(f, episodes, str(path))
-    first = f.get(f"traj_{episodes[0]['episode_id']}") if episodes else None
+    from replay.trajectory.layout import group_name
+
+    first = f.get(group_name(episodes[0]["episode_id"])) if episodes else None
     control = episodes[0].get("control_mode") if episodes else None
     kwargs, ignored = _env_kwargs(info.get("env_kwargs") or {}, _accepted_kwargs(TASKS[env_id]), first, control)
     adopted = []
