@@ -68,12 +68,29 @@ def test_scripted_grasp_lifts_cube_to_goal(make, pick_and_place, robot):
 
 @pytest.mark.parametrize("robot", PickCubeEnv.supported_robots)
 def test_grasp_detector(make, robot):
-    env = make("PickCube-v1", num_envs=1, robot_uids=robot)
+    """Both detectors (geometric and contact force) say no while the fingers are open, yes once
+    they have closed on a cube placed between them, and no again once they open."""
+    env = make("PickCube-v1", num_envs=2, robot_uids=robot)
     env.reset(seed=0)
     base = env.unwrapped
-    tcp = base.agent.tcp_pose
-    assert not base.agent.is_grasping(tcp[:, :3], 0.04).any()  # open fingers: not held
-    assert not base.agent.is_grasping_actor(base.cube).any()
+
+    def held():
+        return base.agent.is_grasping(base.cube.pose()[:, :3], 0.04), base.agent.is_grasping_actor(base.cube)
+
+    assert not any(h.any() for h in held())  # open fingers, cube on the table
+    state = base.get_state_dict()
+    cube = state["actors"]["cube"].clone()
+    cube[:, :7], cube[:, 7:] = base.agent.tcp_pose, 0.0  # the cube between the open fingers
+    state["actors"]["cube"] = cube
+    base.set_state_dict(state)
+    assert not held()[1].any()  # no contact yet
+    grip = torch.zeros(env.action_space.shape)
+    for value, expected in ((-1.0, True), (1.0, False)):  # close, then open
+        grip[:, -1] = value
+        for _ in range(3):
+            env.step(grip)
+        geometric, contact = held()
+        assert geometric.tolist() == [expected] * 2 and contact.tolist() == [expected] * 2, value
 
 
 def test_grasp_detector_counts_turned_and_off_centre_grasps(make):

@@ -387,8 +387,24 @@ def test_bad_input_one_line_nothing_written(demos, tmp_path, capsys):
     assert sorted(p.name for p in tmp_path.iterdir()) == before
 
 
-def test_trajectory_error_is_a_value_error():
-    assert issubclass(TrajectoryError, ValueError)
+@pytest.mark.parametrize("name, content, says", [
+    ("absent.h5", None, "no such file"),
+    ("notes.txt", b"hello", "not a readable HDF5 file"),
+    ("junk.h5", b"not hdf5", "not a readable HDF5 file"),
+    ("empty.h5", "hdf5", "not a trajectory file"),
+])
+def test_foreign_files_raise_one_value_error_naming_the_file(tmp_path, name, content, says):
+    """Every reader refuses a missing or foreign file with a TrajectoryError that starts with the
+    path; it is a ValueError, which is what the CLIs turn into their one `error:` line."""
+    path = tmp_path / name
+    if content == "hdf5":
+        h5py.File(path, "w").close()
+    elif content is not None:
+        path.write_bytes(content)
+    for read in (TrajectoryFile, read_meta):
+        with pytest.raises(ValueError) as e:
+            read(path)
+        assert type(e.value) is TrajectoryError and str(e.value).startswith(f"{path}: ") and says in str(e.value)
 
 
 def test_worker_processes_give_the_same_episodes(demos, tmp_path):
