@@ -12,6 +12,7 @@ from demos.report import arm_dims, build_report, pick_video_episodes, summarise
 from replay.trajectory import TrajectoryFile
 from tests.browser import Browser, chromium
 from tests.synthetic import LENGTHS, H, W, write_maniskill, write_ours
+from tests.marks import slow
 
 
 def sources(page: str) -> list[str]:
@@ -73,6 +74,7 @@ def test_report_helpers():
     assert [e.episode_id for e in pick_video_episodes(eps, 3)] == [0, 3, 1]
 
 
+@slow
 def test_every_image_and_video_loads_in_chromium(pages):
     if chromium() is None:
         pytest.fail("this test opens the report in headless Chromium: `apt-get install chromium` (bash setup.sh --test does)")

@@ -7,6 +7,7 @@ import torch
 
 from envs.core.pose import quat_apply
 from envs.tasks.pick_cube import GOAL_THRESHOLD, PickCubeEnv
+from tests.marks import slow
 
 
 def _placed_state(env, offset):
@@ -54,6 +55,7 @@ def test_success_scores_full_reward(make):
     assert torch.allclose(base.compute_dense_reward(base.evaluate()), torch.ones(2))
 
 
+@slow
 @pytest.mark.parametrize("robot", PickCubeEnv.supported_robots)
 def test_scripted_grasp_lifts_cube_to_goal(make, pick_and_place, robot):
     """End to end through physics: pd_ee_pose reaches above the cube, grasps it, carries it to
@@ -93,6 +95,7 @@ def test_grasp_detector(make, robot):
         assert geometric.tolist() == [expected] * 2 and contact.tolist() == [expected] * 2, value
 
 
+@slow
 def test_grasp_detector_counts_turned_and_off_centre_grasps(make):
     """Fingers closed on cubes at any yaw (the wrist is not turned to the cube) hold the cube
     turned or off-centre: every cube lifted off the table counts as grasped (ManiSkill's contact

@@ -23,6 +23,7 @@ from policies.evaluate import evaluate, wilson
 from policies.normaliser import Normaliser
 from policies.policy import build_policy
 from replay.trajectory import Episode, TrajectoryFile, TrajectoryWriter
+from tests.marks import slow
 
 ROOT = Path(__file__).resolve().parents[1]
 STEPS = 12  # actions per recorded episode
@@ -181,6 +182,7 @@ def test_loss_does_not_mutate_batch(kind, obs_mode, state_file, rgb_file, tmp_pa
 
 
 # ---- training, checkpoints, evaluation --------------------------------------------------------
+@slow
 @pytest.mark.parametrize("kind", ["bc", "diffusion"])
 def test_train_checkpoint_eval(kind, state_file, tmp_path):
     from policies.module import load_policy
@@ -262,6 +264,7 @@ def test_evaluate_counts_successes_of_a_policy_that_solves_the_task():
     assert fallen["success_at_end"] == 0.0 and fallen["success_once"] == 0.0 and fallen["success_once_ci95"][1] < 1.0
 
 
+@slow
 def test_state_dict_policy_sees_only_its_state_keys(rgb_file, tmp_path):
     from policies.module import load_policy
     from policies.train import train
@@ -283,6 +286,7 @@ def test_state_dict_policy_sees_only_its_state_keys(rgb_file, tmp_path):
         DemoData.peek(str(rgb_file), DatasetConfig(obs_mode="state"))
 
 
+@slow
 def test_rgb_policy_trains_and_acts(rgb_file, tmp_path):
     from policies.module import load_policy
     from policies.train import train
@@ -301,6 +305,7 @@ def test_rgb_policy_trains_and_acts(rgb_file, tmp_path):
     assert policy.predict_action(obs).shape == (2, 8)
 
 
+@slow
 @pytest.mark.parametrize("kind", ["bc", "diffusion"])
 def test_aux_targets_teach_the_image_encoder(kind, rgb_file, tmp_path):
     """dataset.aux_keys: recorded entries the image features learn to predict in training (the
@@ -347,6 +352,7 @@ def test_aux_targets_teach_the_image_encoder(kind, rgb_file, tmp_path):
         DemoData.peek(str(rgb_file), DatasetConfig(obs_mode="rgb", aux_keys=("extra/nothing",)))
 
 
+@slow
 def test_all_episodes_for_training_and_state_noise(state_file, tmp_path):
     """dataset.val_fraction 0 trains on every episode (the evaluation still picks the best
     checkpoint); policy.state_noise perturbs the inputs in training only."""
@@ -398,6 +404,7 @@ def test_video_without_an_mp4_writer_fails_before_training(state_file, tmp_path,
     assert not (tmp_path / "run").exists() and not (tmp_path / "videos").exists()
 
 
+@slow
 def test_resume_continues(state_file, tmp_path):
     from policies.train import train
 
@@ -413,6 +420,7 @@ def test_resume_continues(state_file, tmp_path):
     assert (Path(tmp_path) / "run" / "metrics.part0.csv").is_file()
 
 
+@slow
 def test_ddp_two_processes_agree(state_file, tmp_path):
     """Two CPU processes (gloo): after a few steps both hold the same weights; only rank 0 writes."""
     script = tmp_path / "ddp_run.py"

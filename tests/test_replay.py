@@ -37,6 +37,7 @@ from replay.ops import merge_files
 from replay.subsets import split_file, subset_file
 from replay.trajectory import Episode, TrajectoryError, TrajectoryFile, TrajectoryWriter, read_meta
 from replay.verify import verify_file
+from tests.marks import render, slow
 
 N_DEMOS = 4
 
@@ -125,6 +126,7 @@ def test_saturate_keeps_direction_and_flags_rows():
 # ---- observation conversion ------------------------------------------------------------------------
 
 
+@slow
 def test_state_obs_conversion_reproduces_recorded_states(demos, tmp_path):
     out = tmp_path / "state.h5"
     report = run(ConvertConfig(file=demos, obs="state", out=out))
@@ -141,6 +143,8 @@ def test_state_obs_conversion_reproduces_recorded_states(demos, tmp_path):
     assert demos.stat().st_size == src.path.stat().st_size  # the input is untouched
 
 
+@render
+@slow
 def test_rgbd_obs_conversion_matches_stepped_rendering(demos, tmp_path, make):
     out = tmp_path / "rgbd.h5"
     report = run(ConvertConfig(file=demos, obs="rgbd", count=2, cam_width=32, cam_height=24, out=out, use_env_states=True))
@@ -175,6 +179,7 @@ def _final_object_poses(path: Path) -> list[np.ndarray]:
     return [f.episode(e["episode_id"], with_obs=False).env_states["actors"]["cube"][-1, :7] for e in f.episodes]
 
 
+@slow
 def test_control_round_trip_keeps_final_object_poses(demos, tmp_path):
     delta = tmp_path / "delta.h5"
     report = run(ConvertConfig(file=demos, control="pd_ee_delta_pose", obs="state", out=delta, num_envs=3))
@@ -190,6 +195,7 @@ def test_control_round_trip_keeps_final_object_poses(demos, tmp_path):
         assert float(quat_angle(torch.from_numpy(a[3:]), torch.from_numpy(b[3:]))) < math.radians(10)
 
 
+@slow
 @pytest.mark.parametrize("mode", ["pd_joint_delta_pos", "pd_ee_pose"])
 def test_other_control_modes_convert(demos, tmp_path, mode):
     out = tmp_path / f"{mode}.h5"
@@ -198,6 +204,7 @@ def test_other_control_modes_convert(demos, tmp_path, mode):
     assert verify_file(out)[0] == 2
 
 
+@slow
 def test_perturbed_conversion_records_corrective_labels(demos, tmp_path):
     """--action-noise: the executed (perturbed) actions are stored and replay; expert_actions are
     the tracker's labels, which undo the previous step's perturbation; batching does not change the noise.
@@ -230,6 +237,7 @@ def test_perturbed_conversion_records_corrective_labels(demos, tmp_path):
         f.close()
 
 
+@slow
 def test_failures_are_reported_not_dropped(demos, tmp_path):
     bad = _copy(demos, tmp_path / "bad.h5")
     with h5py.File(bad, "r+") as f:
@@ -266,6 +274,7 @@ def _every(src: Path, dst: Path, k: int) -> Path:
     return dst
 
 
+@slow
 def test_saturated_steps_get_bounded_corrections(demos, tmp_path):
     fast = _every(demos, tmp_path / "fast.h5", 4)
     limits = ConvertLimits(max_corrections=30)
@@ -282,6 +291,7 @@ def test_saturated_steps_get_bounded_corrections(demos, tmp_path):
 # ---- whole-file operations -----------------------------------------------------------------------------
 
 
+@slow
 def test_split_subset_merge_keep_metadata(demos, tmp_path):
     src_meta = read_meta(demos)
     train, val, n_train, n_val = split_file(demos, 0.25, seed=0, out_dir=tmp_path)
@@ -308,6 +318,7 @@ def test_split_subset_merge_keep_metadata(demos, tmp_path):
     assert verify_file(sub)[0] == 2
 
 
+@slow
 def test_cli_convert_and_split(demos, tmp_path, capsys):
     src = _copy(demos, tmp_path / "in.h5")
     assert main(["convert", str(src), "--control", "pd_ee_delta_pose", "--count", "2", "--no-progress"]) == 0
@@ -317,6 +328,7 @@ def test_cli_convert_and_split(demos, tmp_path, capsys):
     assert (tmp_path / "in.train.h5").is_file() and (tmp_path / "in.val.h5").is_file()
 
 
+@slow
 def test_env_states_are_maniskills_and_restore_without_our_extras(demos, make):
     """Stored env states carry ManiSkill's names and widths (format_version 2); the same states
     without our drive targets (as a ManiSkill file holds them) restore the same scene."""
@@ -377,6 +389,7 @@ def _bad_inputs(demos: Path, tmp: Path) -> dict[str, list[str]]:
     }
 
 
+@slow
 def test_bad_input_one_line_nothing_written(demos, tmp_path, capsys):
     cases = _bad_inputs(demos, tmp_path)
     before = sorted(p.name for p in tmp_path.iterdir())
@@ -407,6 +420,7 @@ def test_foreign_files_raise_one_value_error_naming_the_file(tmp_path, name, con
         assert type(e.value) is TrajectoryError and str(e.value).startswith(f"{path}: ") and says in str(e.value)
 
 
+@slow
 def test_worker_processes_give_the_same_episodes(demos, tmp_path):
     one, two = tmp_path / "one.h5", tmp_path / "two.h5"
     run(ConvertConfig(file=demos, control="pd_ee_delta_pose", count=2, num_envs=1, out=one))
@@ -418,6 +432,7 @@ def test_worker_processes_give_the_same_episodes(demos, tmp_path):
     assert [e["info"]["source_episode_id"] for e in b.episodes] == [0, 1]
 
 
+@slow
 def test_interrupted_conversion_resumes_without_duplicates_or_gaps(demos, tmp_path, monkeypatch, capsys):
     import replay.convert as convert
 
@@ -448,6 +463,7 @@ def test_interrupted_conversion_resumes_without_duplicates_or_gaps(demos, tmp_pa
         np.testing.assert_array_equal(a.episode(i).actions, b.episode(i).actions)
 
 
+@slow
 def test_nothing_converted_writes_nothing(demos, tmp_path, capsys):
     bad = _copy(demos, tmp_path / "bad.h5")
     with h5py.File(bad, "r+") as f:
@@ -459,6 +475,7 @@ def test_nothing_converted_writes_nothing(demos, tmp_path, capsys):
     assert sorted(p.name for p in tmp_path.iterdir()) == before
 
 
+@slow
 def test_episodes_bring_their_own_geometry(demos, make):
     from replay.convert import _make
 
