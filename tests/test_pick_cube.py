@@ -8,6 +8,7 @@ import torch
 from envs.core.pose import quat_apply
 from envs.tasks.pick_cube import GOAL_THRESHOLD, PickCubeEnv
 from tests.marks import slow
+from tests.parity._tabletop import put
 
 
 def _placed_state(env, offset):
@@ -80,11 +81,7 @@ def test_grasp_detector(make, robot):
         return base.agent.is_grasping(base.cube.pose()[:, :3], 0.04), base.agent.is_grasping_actor(base.cube)
 
     assert not any(h.any() for h in held())  # open fingers, cube on the table
-    state = base.get_state_dict()
-    cube = state["actors"]["cube"].clone()
-    cube[:, :7], cube[:, 7:] = base.agent.tcp_pose, 0.0  # the cube between the open fingers
-    state["actors"]["cube"] = cube
-    base.set_state_dict(state)
+    put(base, "cube", base.agent.tcp_pose)  # the cube between the open fingers
     assert not held()[1].any()  # no contact yet
     grip = torch.zeros(env.action_space.shape)
     for value, expected in ((-1.0, True), (1.0, False)):  # close, then open

@@ -20,7 +20,7 @@ import numpy as np
 import torch
 from stable_baselines3.common.vec_env import VecEnv
 
-from envs.adapters.gym_vector import to_numpy
+from envs.core.tree import to_numpy
 from envs.parallel.layout import flatten
 from envs.parallel.spaces import single
 
