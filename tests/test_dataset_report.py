@@ -28,6 +28,7 @@ def pages(tmp_path_factory) -> dict:
     return {"ours": out, "maniskill": build_report(write_maniskill(root / "ms.h5"), root / "ms.html")}
 
 
+@slow  # the module's reports are built once, for all that use them
 def test_report_of_our_file_with_cameras(pages):
     page = pages["ours"].read_text()
     assert "<h1>PickCube-v1: demo.h5</h1>" in page
@@ -54,6 +55,7 @@ def test_report_default_name_and_bad_input(tmp_path, capsys):
     assert not (tmp_path / "x.html").exists()
 
 
+@slow
 def test_report_of_maniskill_layout(tmp_path, pages):
     src = write_maniskill(tmp_path / "ms.h5")
     traj = TrajectoryFile(src)

@@ -23,7 +23,7 @@ from policies.evaluate import evaluate, wilson
 from policies.normaliser import Normaliser
 from policies.policy import build_policy
 from replay.trajectory import Episode, TrajectoryFile, TrajectoryWriter
-from tests.marks import slow
+from tests.marks import render, slow
 
 ROOT = Path(__file__).resolve().parents[1]
 STEPS = 12  # actions per recorded episode
@@ -166,8 +166,8 @@ def test_normaliser_round_trip():
     torch.testing.assert_close(copy_.normalise_state(states), n.normalise_state(states))
 
 
-@pytest.mark.parametrize("kind", ["bc", "diffusion"])
-@pytest.mark.parametrize("obs_mode", ["state", "rgb"])
+@pytest.mark.parametrize("obs_mode, kind", [("state", "bc"), ("state", "diffusion"), ("rgb", "bc"),
+                                            pytest.param("rgb", "diffusion", marks=slow)])
 def test_loss_does_not_mutate_batch(kind, obs_mode, state_file, rgb_file, tmp_path):
     run = _tiny(kind, rgb_file if obs_mode == "rgb" else state_file, tmp_path, obs_mode)
     data = DemoData(run.data, run.dataset)
@@ -305,6 +305,7 @@ def test_rgb_policy_trains_and_acts(rgb_file, tmp_path):
     assert policy.predict_action(obs).shape == (2, 8)
 
 
+@render  # its evaluation acts in an rgb env
 @slow
 @pytest.mark.parametrize("kind", ["bc", "diffusion"])
 def test_aux_targets_teach_the_image_encoder(kind, rgb_file, tmp_path):

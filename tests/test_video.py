@@ -8,7 +8,7 @@ from envs import doctor
 from benchmarks.throughput import main as benchmark_main
 from envs.wrappers import RecordVideo
 from envs.wrappers.video import STATE_COLOURS, annotate, tile
-from tests.marks import render
+from tests.marks import render, slow
 
 
 def _frames(path):
@@ -67,6 +67,7 @@ def test_tiles_show_each_envs_success():
     assert grid.shape == (2 * out.shape[1], 2 * out.shape[2], 3)
 
 
+@slow
 @render
 def test_doctor_finds_the_renderer(capsys):
     assert doctor.main([]) == 0
