@@ -24,6 +24,7 @@ from policies.normaliser import Normaliser
 from policies.policy import build_policy
 from replay.trajectory import Episode, TrajectoryFile, TrajectoryWriter
 from tests.marks import render, slow
+from tests.synthetic import episode_obs, jittered_rollout
 
 ROOT = Path(__file__).resolve().parents[1]
 STEPS = 12  # actions per recorded episode
@@ -32,31 +33,17 @@ STEPS = 12  # actions per recorded episode
 def _record(path: Path, episodes: int, visual: bool) -> Path:
     """Jittered pd_joint_pos rollouts of PickCube; visual ones get 16 x 16 rgb images, made up
     (training and loading need the layout, not the rendering)."""
-    env = gym.make("PickCube-v1", num_envs=episodes, obs_mode="state_dict" if visual else "state", control_mode="pd_joint_pos")
-    obs, _ = env.reset(seed=0)
+    frames, actions = jittered_rollout("PickCube-v1", episodes, STEPS, "state_dict" if visual else "state")
     rng = np.random.default_rng(0)
-    target = env.unwrapped.agent.qpos[:, :7].clone()
-    frames, actions = [obs], []
-    for _ in range(STEPS):
-        target = target + torch.as_tensor(rng.normal(0, 0.02, target.shape), dtype=torch.float32)
-        a = torch.cat((target, torch.ones(episodes, 1)), 1)
-        obs, *_ = env.step(a)
-        frames.append(obs)
-        actions.append(a)
-    env.close()
     meta = {"env_info": {"env_id": "PickCube-v1", "max_episode_steps": 100,
                          "env_kwargs": {"obs_mode": "rgb" if visual else "state", "control_mode": "pd_joint_pos"}}}
     with TrajectoryWriter(path, meta) as w:
         for i in range(episodes):
+            ep_obs = episode_obs(frames, i)
             if visual:
-                tree = lambda f: {k: tree(v) for k, v in f.items()} if isinstance(f, dict) else f[i].numpy()  # noqa: E731
-                per_step = [tree(f) for f in frames]
-                ep_obs = {k: {kk: np.stack([s[k][kk] for s in per_step]) for kk in per_step[0][k]} for k in ("agent", "extra")}
                 ep_obs["sensor_data"] = {"base_camera": {"rgb": rng.integers(0, 255, (STEPS + 1, 16, 16, 3), dtype=np.uint8)}}
-            else:
-                ep_obs = np.stack([f[i].numpy() for f in frames])
             n = STEPS
-            w.add(Episode(actions=torch.stack(actions)[:, i].numpy(), terminated=np.zeros(n, bool), truncated=np.zeros(n, bool),
+            w.add(Episode(actions=actions[i].numpy(), terminated=np.zeros(n, bool), truncated=np.zeros(n, bool),
                           success=np.zeros(n, bool), fail=np.zeros(n, bool), env_states={}, seed=i, obs=ep_obs), "pd_joint_pos")
     return path
 
