@@ -45,7 +45,6 @@ def _static(speed: float) -> bool:
     return bool(info["success"].all())
 
 
-
 def _reward_at_success() -> tuple[float, float]:
     e = _e()
     return reward_at(e, {"cube": at(e.goal_pos.clone())})

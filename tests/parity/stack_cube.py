@@ -50,7 +50,6 @@ def _static(lin: float, ang: float) -> bool:
     return bool(e.evaluate()["is_cubeA_static"].all())
 
 
-
 def _reward_at_success() -> tuple[float, float]:
     e = _e()
     return reward_at(e, {"cubeA": at(e.cubeB.pose()[:, :3] + torch.tensor([0.0, 0.0, 0.04]))})

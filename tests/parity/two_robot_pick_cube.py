@@ -39,7 +39,6 @@ def _success(distance: float, right_speed: float = 0.0, left_speed: float = 0.0)
     return bool(info["success"].all())
 
 
-
 def _reward_at_success() -> tuple[float, float]:
     e = _e()
     return reward_at(e, {"cube": at(e.goal_pos.clone())})
