@@ -24,11 +24,6 @@ def row(tree: Any, i: int) -> Any:
     return np.array(tree[i])
 
 
-def select(tree: Any, idx: Any) -> Any:
-    """The entries `idx` of every leaf (indexing as the leaves do: a tensor, slice or list)."""
-    return {k: select(v, idx) for k, v in tree.items()} if isinstance(tree, dict) else tree[idx]
-
-
 def stack(rows: list) -> Any:
     """A list of trees of one layout -> one tree of NumPy arrays, the list's index first."""
     if isinstance(rows[0], dict):
