@@ -67,7 +67,7 @@ class GenerateConfig:
     robot_uids: str = "panda"
     """robot (`demos list` shows each task's robots)"""
     only_success: bool = True
-    """save successes only (--no-only-success: save failed attempts too)"""
+    """keep successes only (--no-only-success: save failed attempts too)"""
     resume: bool = False
     """continue an interrupted run's file"""
     overwrite: bool = False

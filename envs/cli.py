@@ -40,7 +40,7 @@ def parse(cls: type, argv: Sequence[str], prog: str, description: str | None = N
     captured = io.StringIO()
     try:
         with contextlib.redirect_stderr(captured):
-            return tyro.cli(cls, args=list(argv), prog=prog, description=description, **kwargs)
+            return tyro.cli(cls, args=list(argv), prog=prog, description=description, config=(tyro.conf.FlagCreatePairsOff,), **kwargs)
     except SystemExit as e:
         if e.code == 0:
             raise
