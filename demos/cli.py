@@ -194,16 +194,18 @@ def _generate_config() -> type[GenerateConfig]:
     return GenerateConfig
 
 
+COMMANDS = {
+    "generate": Command("plan and record demonstrations", _generate, _generate_config, {"--keep-failures": "--no-only-success"}),
+    "list": Command("tasks with a solution and their robots", _list, ListArgs),
+    "info": Command("summary of a demonstration file", _info, InfoArgs),
+    "verify": Command("replay every episode's actions and count reproduced successes", _verify, VerifyArgs),
+    "merge": Command("join files of one task, renumbering episodes", _merge, MergeArgs),
+    "report": Command("one self-contained HTML page to judge a demonstration file before training", _report, ReportArgs),
+}
+
+
 def main(argv: list[str] | None = None) -> int:
-    commands = {
-        "generate": Command("plan and record demonstrations", _generate, _generate_config, {"--keep-failures": "--no-only-success"}),
-        "list": Command("tasks with a solution and their robots", _list, ListArgs),
-        "info": Command("summary of a demonstration file", _info, InfoArgs),
-        "verify": Command("replay every episode's actions and count reproduced successes", _verify, VerifyArgs),
-        "merge": Command("join files of one task, renumbering episodes", _merge, MergeArgs),
-        "report": Command("one self-contained HTML page to judge a demonstration file before training", _report, ReportArgs),
-    }
-    return run_cli("demos", "Motion-planned demonstrations stored as HDF5.", commands, argv)
+    return run_cli("demos", "Motion-planned demonstrations stored as HDF5.", COMMANDS, argv)
 
 
 if __name__ == "__main__":

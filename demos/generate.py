@@ -101,10 +101,10 @@ class GenerateConfig:
             raise ValueError(f"--speed must be in [0.05, 1] (a fraction of the planner's joint speed limits), got {self.speed}")
         mode = parse_mode(ControlMode, self.control_mode, "control mode")
         if mode is not ControlMode.PD_JOINT_POS:
-            raise ValueError("demos are generated in pd_joint_pos; convert them with `replay convert --control ...`")
+            raise ValueError("demos are generated in pd_joint_pos; convert them with `replay convert --control-mode ...`")
         obs = parse_mode(ObsMode, self.obs_mode, "obs mode")
         if obs not in (ObsMode.NONE, ObsMode.STATE):
-            raise ValueError("--obs-mode must be none or state here; render images with `replay convert --obs ...`")
+            raise ValueError("--obs-mode must be none or state here; render images with `replay convert --obs-mode ...`")
         i, k = self.shard
         if not (k >= 1 and 0 <= i < k):
             raise ValueError(f"--shard must be i/K with 0 <= i < K, got {i}/{k}")

@@ -48,7 +48,8 @@ def parse(cls: type, argv: Sequence[str], prog: str, description: str | None = N
 
 
 def _box_message(text: str) -> str:
-    """The message of tyro's error box: its first block of text that is not a title."""
+    """The message of tyro's error box (drawn, or plain text when stderr is no terminal): its first
+    block of text after the title."""
     raw = text.splitlines()
     blocks, block = [], []  # the box's text, split at its separator lines (plain or drawn)
     for ln in raw:
@@ -60,8 +61,9 @@ def _box_message(text: str) -> str:
         elif block:
             blocks, block = blocks + [block], []
     blocks += [block] if block else []
-    first = next((b for b in blocks if not (len(b) == 1 and b[0].lower().endswith(("error", "options")))), [])
-    message = " ".join(first) or "invalid arguments"
+    if not any(ln.lstrip().startswith("╭") for ln in raw):
+        blocks = blocks[1:]  # plain text (no terminal): the title is the first block
+    message = " ".join(blocks[0]) if blocks else "invalid arguments"
     if message.startswith("Missing from"):  # its arguments are indented by 4 more than this line, their help by 8
         lines = [re.sub(r"^\s*[│|]", "", r) for r in raw]
         i = next(i for i, ln in enumerate(lines) if ln.lstrip().startswith("Missing from"))

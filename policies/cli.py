@@ -120,12 +120,14 @@ def _eval(args: EvalArgs) -> int:
     return 0
 
 
+COMMANDS = {
+    "train": Command("train a policy (" + ", ".join(RUNS) + ") on demonstrations", _train),
+    "eval": Command("evaluate a checkpoint in the batched simulator", _eval, EvalArgs),
+}
+
+
 def main(argv: list[str] | None = None) -> int:
-    commands = {
-        "train": Command("train a policy (" + ", ".join(RUNS) + ") on demonstrations", _train),
-        "eval": Command("evaluate a checkpoint in the batched simulator", _eval, EvalArgs),
-    }
-    return run_cli("policies", "Train imitation policies on demonstrations and evaluate their checkpoints.", commands, argv)
+    return run_cli("policies", "Train imitation policies on demonstrations and evaluate their checkpoints.", COMMANDS, argv)
 
 
 if __name__ == "__main__":

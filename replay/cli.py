@@ -173,15 +173,17 @@ def _check_out(out: Path, inputs: list[Path]) -> None:
         raise ValueError("the output must not be one of the inputs")
 
 
+COMMANDS = {
+    "convert": Command("the same episodes in another obs and/or control mode", _convert, _convert_args, ALIASES),
+    "split": Command("episode-level train/val files FILE.train.h5 and FILE.val.h5", _split, SplitArgs),
+    "subset": Command("the first K episodes, or the successful ones, into OUT", _subset, SubsetArgs),
+    "merge": Command("join files of one task and control mode, renumbering episodes", _merge, MergeArgs),
+    "export": Command("the episodes as a dataset of another library's format (LeRobot v3.0)", _export, _export_args),
+}
+
+
 def main(argv: list[str] | None = None) -> int:
-    commands = {
-        "convert": Command("the same episodes in another obs and/or control mode", _convert, _convert_args, ALIASES),
-        "split": Command("episode-level train/val files FILE.train.h5 and FILE.val.h5", _split, SplitArgs),
-        "subset": Command("the first K episodes, or the successful ones, into OUT", _subset, SubsetArgs),
-        "merge": Command("join files of one task and control mode, renumbering episodes", _merge, MergeArgs),
-        "export": Command("the episodes as a dataset of another library's format (LeRobot v3.0)", _export, _export_args),
-    }
-    return run_cli("replay", "Convert, split and subset trajectory files.", commands, argv)
+    return run_cli("replay", "Convert, split and subset trajectory files.", COMMANDS, argv)
 
 
 if __name__ == "__main__":

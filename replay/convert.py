@@ -100,7 +100,7 @@ class ConvertConfig:
             if self.use_env_states:
                 raise ValueError("--use-env-states applies to observation-only conversion (a control conversion replays its actions)")
         elif self.noise.std > 0:
-            raise ValueError("--action-noise needs a control conversion: give --control other than the source's "
+            raise ValueError("--action-noise needs a control conversion: give --control-mode other than the source's "
                              f"({self.source_control.value})")
         if self.num_envs is None:
             self.num_envs = 16 if self.obs_mode.visual else 64

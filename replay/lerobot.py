@@ -115,7 +115,7 @@ def obs_layout(obs: Any, wanted: list[str] | None, where: str) -> Layout:
     """The features a file's observations give (`obs`: one episode's), or a TrajectoryError."""
     if obs is None:
         raise TrajectoryError(
-            f"{where} has no observations (obs mode none): add them first, e.g. `replay convert {where} --obs state` (or --obs rgb)"
+            f"{where} has no observations (obs mode none): add them first, e.g. `replay convert {where} --obs-mode state` (or --obs-mode rgb)"
         )
     if isinstance(obs, np.ndarray):
         if wanted:
