@@ -67,10 +67,6 @@ class MergeArgs:
     overwrite: bool = False
     """replace an existing OUT"""
 
-    def __post_init__(self) -> None:
-        if self.out.suffix != ".h5":
-            raise ValueError(f"the output must be an .h5 file (its JSON sidecar goes beside it), got {self.out}")
-
 
 @dataclass
 class ReportArgs:
@@ -89,7 +85,8 @@ class ReportArgs:
 def _generate(args: GenerateConfig) -> int:
     from tqdm import tqdm
 
-    from demos.generate import generate, pending_path
+    from demos.generate import generate
+    from replay.trajectory import pending_path
 
     cfg = args
     bars = []  # made at the first progress report, so errors before it print alone
@@ -171,11 +168,9 @@ def _verify(args) -> int:
 
 
 def _merge(args) -> int:
-    from replay.ops import merge_files
+    from replay.trajectory import merge_files
 
-    if args.out.exists() and not args.overwrite:
-        raise ValueError(f"{args.out} exists: pass --overwrite to replace it")
-    n = merge_files(args.inputs, args.out)
+    n = merge_files(args.inputs, args.out, args.overwrite)
     print(f"{args.out}: {n} episodes from {len(args.inputs)} files")
     return 0
 

@@ -5,7 +5,7 @@
                    [--overwrite | --resume] [--executor local|ray [--address ADDR]]
     replay split FILE --val 0.1 [--seed 0] [--out-dir DIR]
     replay subset FILE OUT [--count K] [--success-only]
-    replay merge OUT IN [IN ...]
+    replay merge OUT IN [IN ...] [--overwrite]
     replay export FILE --format lerobot --out DIR [--fps F] [--task TEXT] [--video] [--camera NAME ...]
                   [--overwrite]
 
@@ -82,9 +82,6 @@ class SubsetArgs:
     success_only: bool = False
     """keep the successful episodes only"""
 
-    def __post_init__(self) -> None:
-        _check_out(self.out, [self.file])
-
 
 @dataclass
 class MergeArgs:
@@ -92,9 +89,8 @@ class MergeArgs:
     """the merged .h5"""
     inputs: Annotated[list[Path], Positional, tyro.conf.arg(metavar="IN")]
     """files of one task and control mode to join"""
-
-    def __post_init__(self) -> None:
-        _check_out(self.out, self.inputs)
+    overwrite: bool = False
+    """replace an existing OUT"""
 
 
 def _export(args) -> int:
@@ -145,7 +141,7 @@ def _convert(args) -> int:
 
 
 def _split(args) -> int:
-    from replay.subsets import split_file
+    from replay.trajectory import split_file
 
     train, val, n_train, n_val = split_file(args.file, args.val, args.seed, args.out_dir)
     print(f"{train}: {n_train} episodes\n{val}: {n_val} episodes")
@@ -153,7 +149,7 @@ def _split(args) -> int:
 
 
 def _subset(args) -> int:
-    from replay.subsets import subset_file
+    from replay.trajectory import subset_file
 
     n = subset_file(args.file, args.out, args.count, args.success_only)
     print(f"{args.out}: {n} episodes")
@@ -161,16 +157,11 @@ def _subset(args) -> int:
 
 
 def _merge(args) -> int:
-    from replay.ops import merge_files
+    from replay.trajectory import merge_files
 
-    n = merge_files(args.inputs, args.out)
+    n = merge_files(args.inputs, args.out, args.overwrite)
     print(f"{args.out}: {n} episodes from {len(args.inputs)} files")
     return 0
-
-
-def _check_out(out: Path, inputs: list[Path]) -> None:
-    if out.resolve() in {p.resolve() for p in inputs}:
-        raise ValueError("the output must not be one of the inputs")
 
 
 COMMANDS = {
