@@ -82,13 +82,12 @@ class ReportArgs:
             raise ValueError(f"--videos must be >= 0, got {self.videos}")
 
 
-def _generate(args: GenerateConfig) -> int:
+def _generate(cfg: GenerateConfig) -> int:
     from tqdm import tqdm
 
     from demos.generate import generate
     from replay.trajectory import pending_path
 
-    cfg = args
     bars = []  # made at the first progress report, so errors before it print alone
 
     def update(p) -> None:
