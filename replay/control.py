@@ -35,10 +35,11 @@ at most `max_corrections` times per episode. The gripper dim is copied from the 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from typing import Annotated, Callable
 
 import numpy as np
 import torch
+import tyro
 
 from envs.core.pose import pose_mul, quat_conj, quat_mul, quat_to_euler_xyz
 from envs.core.tree import stack, to_numpy
@@ -196,9 +197,14 @@ class ActionNoise:
     does. Each episode draws from its own generator (seed, episode seed): the same noise
     whatever the batching."""
 
-    std: float = 0.0
-    correlation: float = 0.8
-    seed: int = 0
+    std: Annotated[float, tyro.conf.arg(name="action-noise", prefix_name=False, metavar="STD")] = 0.0
+    """DART-style perturbed conversion: execute each converted action plus Gaussian noise of this std
+    (target mode's action units, arm only) and keep the noise-free corrective actions as
+    expert_actions, which policies train on (0: none)"""
+    correlation: Annotated[float, tyro.conf.arg(name="noise-correlation", prefix_name=False)] = 0.8
+    """AR(1) correlation of --action-noise over steps, in [0, 1)"""
+    seed: Annotated[int, tyro.conf.arg(name="noise-seed", prefix_name=False)] = 0
+    """seed of --action-noise"""
 
     def __post_init__(self) -> None:
         if not self.std >= 0:

@@ -47,7 +47,7 @@ def test_report_default_name_and_bad_input(tmp_path, capsys):
     src = write_ours(tmp_path / "demo.h5", obs="none")
     assert main(["report", str(src)]) == 0
     page = (tmp_path / "demo.report.html").read_text()
-    assert "<video" not in page and "replay convert FILE --obs rgb" in page
+    assert "<video" not in page and "replay convert FILE --obs-mode rgb" in page
     capsys.readouterr()
     assert main(["report", str(tmp_path / "missing.h5"), "--out", str(tmp_path / "x.html")]) == 2
     err = capsys.readouterr().err

@@ -91,7 +91,8 @@ def test_configs_validate(tmp_path, state_file, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert err == [
         "error: train.max_steps: expected int, got 'many'",
-        "error: policy.beta_schedule 'sigmoid'; allowed: cosine, linear",
+        "error: policies train diffusion: policy.beta_schedule 'sigmoid'; allowed: cosine, linear"
+        " (see policies train diffusion --help)",
         "error: unknown policy 'transformer'; allowed: bc, diffusion",
     ]
     for cfg in sorted((ROOT / "configs").glob("*.yaml")):  # every shipped config loads and validates

@@ -357,7 +357,7 @@ def test_only_the_trajectory_package_knows_the_hdf5_layout():
 @slow
 def test_cli_convert_and_split(demos, tmp_path, capsys):
     src = _copy(demos, tmp_path / "in.h5")
-    assert main(["convert", str(src), "--control", "pd_ee_delta_pose", "--count", "2", "--no-progress"]) == 0
+    assert main(["convert", str(src), "--control-mode", "pd_ee_delta_pose", "--count", "2", "--no-progress"]) == 0
     out = tmp_path / "in.none.pd_ee_delta_pose.h5"
     assert out.is_file() and "converted 2/2" in capsys.readouterr().out
     assert main(["split", str(src), "--val", "0.5", "--seed", "1"]) == 0
@@ -409,19 +409,19 @@ def _bad_inputs(demos: Path, tmp: Path) -> dict[str, list[str]]:
     older.with_suffix(".json").write_text(json.dumps(meta))
     good = str(_copy(demos, tmp / "good.h5"))
     return {
-        "older format": ["convert", str(older), "--obs", "state"],
-        "no such file": ["convert", str(tmp / "absent.h5"), "--obs", "state"],
-        "not a trajectory": ["convert", str(tmp / "notes.txt"), "--obs", "state"],
-        "not hdf5": ["convert", str(tmp / "junk.h5"), "--obs", "state"],
-        "length mismatch": ["convert", str(mismatch), "--obs", "state"],
-        "missing episode": ["convert", str(missing), "--obs", "state"],
-        "unregistered": ["convert", str(unregistered), "--obs", "state"],
-        "unknown obs": ["convert", good, "--obs", "thermal"],
-        "unknown control": ["convert", good, "--control", "pd_teleport"],
-        "unknown control mode": ["convert", good, "--control", "pd_joint_teleport"],
+        "older format": ["convert", str(older), "--obs-mode", "state"],
+        "no such file": ["convert", str(tmp / "absent.h5"), "--obs-mode", "state"],
+        "not a trajectory": ["convert", str(tmp / "notes.txt"), "--obs-mode", "state"],
+        "not hdf5": ["convert", str(tmp / "junk.h5"), "--obs-mode", "state"],
+        "length mismatch": ["convert", str(mismatch), "--obs-mode", "state"],
+        "missing episode": ["convert", str(missing), "--obs-mode", "state"],
+        "unregistered": ["convert", str(unregistered), "--obs-mode", "state"],
+        "unknown obs": ["convert", good, "--obs-mode", "thermal"],
+        "unknown control": ["convert", good, "--control-mode", "pd_teleport"],
+        "unknown control mode": ["convert", good, "--control-mode", "pd_joint_teleport"],
         "split fraction": ["split", good, "--val", "1.5"],
-        "noise without control conversion": ["convert", good, "--obs", "state", "--action-noise", "0.1"],
-        "negative noise": ["convert", good, "--control", "pd_ee_delta_pos", "--action-noise", "-1"],
+        "noise without control conversion": ["convert", good, "--obs-mode", "state", "--action-noise", "0.1"],
+        "negative noise": ["convert", good, "--control-mode", "pd_ee_delta_pos", "--action-noise", "-1"],
     }
 
 
@@ -483,12 +483,12 @@ def test_interrupted_conversion_resumes_without_duplicates_or_gaps(demos, tmp_pa
         raise KeyboardInterrupt
 
     monkeypatch.setattr(convert, "_run_batches", interrupted)
-    argv = ["convert", str(demos), "--control", "pd_ee_delta_pose", "--num-envs", "1", "--out", str(out), "--no-progress"]
+    argv = ["convert", str(demos), "--control-mode", "pd_ee_delta_pose", "--num-envs", "1", "--out", str(out), "--no-progress"]
     assert main(argv) == 130 and "continue with --resume" in capsys.readouterr().err
     part = tmp_path / "out.pending.h5"
     assert not out.exists() and len(read_meta(part)["episodes"]) == 2
     assert main(argv) == 2 and "pass --resume" in capsys.readouterr().err  # not overwritten by accident
-    assert main(argv + ["--resume", "--control", "pd_ee_delta_pos"]) == 2  # other settings: refused
+    assert main(argv + ["--resume", "--control-mode", "pd_ee_delta_pos"]) == 2  # other settings: refused
     assert "resume with the same settings" in capsys.readouterr().err and len(read_meta(part)["episodes"]) == 2
     monkeypatch.setattr(convert, "_run_batches", real)
     assert main(argv + ["--resume"]) == 0 and not part.exists()
@@ -505,7 +505,7 @@ def test_nothing_converted_writes_nothing(demos, tmp_path, capsys):
     with h5py.File(bad, "r+") as f:
         f["traj_0/actions"][:, -1] = 1.0  # never grasps
     before = sorted(p.name for p in tmp_path.iterdir())
-    assert main(["convert", str(bad), "--control", "pd_ee_delta_pose", "--count", "1", "--no-progress"]) == 1
+    assert main(["convert", str(bad), "--control-mode", "pd_ee_delta_pose", "--count", "1", "--no-progress"]) == 1
     captured = capsys.readouterr()
     assert "episode 0: " in captured.out and "nothing written" in captured.err  # the reason is named
     assert sorted(p.name for p in tmp_path.iterdir()) == before
