@@ -92,7 +92,11 @@ def _generate(cfg: GenerateConfig) -> int:
 
     def update(p) -> None:
         if not bars:
-            bars.append(tqdm(total=cfg.n, initial=p.resumed_from, unit="demo", dynamic_ncols=True, desc=cfg.env_id))
+            # one rate on the bar, the run's own (from the workers' start): tqdm's would be timed
+            # from this first report, microseconds after the bar is made
+            fmt = "{desc}: {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} [{elapsed}{postfix}]"
+            bars.append(tqdm(total=cfg.n, initial=p.resumed_from, unit="demo", dynamic_ncols=True, desc=cfg.env_id,
+                             bar_format=fmt))
         bar = bars[0]
         bar.n = p.saved
         rate = p.successes / max(p.attempts, 1)
