@@ -64,7 +64,7 @@ def test_convert_train_eval(theirs, tmp_path, capsys):
     -> evaluation of its checkpoint; and a file as ManiSkill's replay tool writes it (num_envs,
     reward_mode in its env kwargs) trains the same way."""
     conv = tmp_path / "conv.h5"
-    assert replay_main(["convert", str(theirs), "--control", "pd_ee_delta_pos", "--obs", "state", "--out", str(conv), "--no-progress"]) == 0
+    assert replay_main(["convert", str(theirs), "--control-mode", "pd_ee_delta_pos", "--obs-mode", "state", "--out", str(conv), "--no-progress"]) == 0
     assert f"converted {N}/{N} episodes (100.0%)" in capsys.readouterr().out
     f = TrajectoryFile(conv)
     assert f.env_info["env_kwargs"]["control_mode"] == "pd_ee_delta_pos" and all(e["success"] for e in f.episodes)
@@ -86,7 +86,7 @@ def test_convert_train_eval(theirs, tmp_path, capsys):
 
 def test_convert_to_camera_obs(theirs, tmp_path, capsys):
     out = tmp_path / "rgb.h5"
-    assert replay_main(["convert", str(theirs), "--obs", "rgb", "--count", "1", "--out", str(out), "--no-progress",
+    assert replay_main(["convert", str(theirs), "--obs-mode", "rgb", "--count", "1", "--out", str(out), "--no-progress",
                         "--cam-width", "32", "--cam-height", "32"]) == 0
     f = TrajectoryFile(out)
     ep = f.episode(0)
@@ -99,7 +99,7 @@ def test_episodes_past_the_time_limit_convert(ours, tmp_path, capsys):
     of a 50-step limit): a conversion follows them to their end, the truncated flags still at the limit."""
     src = to_maniskill(ours, tmp_path / "long.h5", max_episode_steps=20)
     out = tmp_path / "long.ee.h5"
-    assert replay_main(["convert", str(src), "--control", "pd_ee_delta_pos", "--count", "1", "--out", str(out), "--no-progress"]) == 0
+    assert replay_main(["convert", str(src), "--control-mode", "pd_ee_delta_pos", "--count", "1", "--out", str(out), "--no-progress"]) == 0
     assert "converted 1/1 episodes (100.0%)" in capsys.readouterr().out
     f = TrajectoryFile(out)
     ep = f.episode(0)
@@ -124,7 +124,7 @@ def test_unreadable_file_is_one_error(theirs, tmp_path, capsys, damage):
         want = f"traj_1/{damage}"
     before = _outputs(tmp_path)
     for main, argv in ((demos_main, ["info", str(theirs)]), (demos_main, ["verify", str(theirs)]),
-                       (replay_main, ["convert", str(theirs), "--control", "pd_ee_delta_pos", "--no-progress"]),
+                       (replay_main, ["convert", str(theirs), "--control-mode", "pd_ee_delta_pos", "--no-progress"]),
                        (policies_main, ["train", "bc", "--data", str(theirs)])):
         assert main(argv) == 2, argv
         err = _err(capsys)
