@@ -179,8 +179,27 @@ def tilted(grasp: Target, degrees: float, toward: Value) -> Target:
 
 
 def pre_grasp(grasp: Target, distance: float = 0.06) -> Target:
+    """Target: grasp's TCP poses (each candidate's) moved back `distance` (m) along the approach."""
+
     def target(env, idx, adapter):
-        return offset_along_approach(grasp(env, idx, adapter), distance, adapter)
+        tcp = grasp(env, idx, adapter)
+        return offset_along_approach(tcp.reshape(-1, 7), distance, adapter).reshape(tcp.shape)
+
+    return target
+
+
+def first_reachable(*targets: Target) -> Target:
+    """Target: candidates (k, C, 7), planned to in order until one can be reached (an arm's
+    reach and joint limits decide, say, how far a grasp may lean)."""
+    return lambda env, idx, adapter: torch.stack([t(env, idx, adapter) for t in targets], 1)
+
+
+def advance(distance: float) -> Target:
+    """Target: the commanded TCP pose moved `distance` (m) along its approach: from a pre-grasp,
+    the grasp of whichever candidate the reach went to."""
+
+    def target(env, idx, adapter):
+        return offset_along_approach(commanded_tcp(env, idx), -distance, adapter)
 
     return target
 
@@ -285,11 +304,12 @@ def stand_upright(obj: str, height: Value | None = None, turns: tuple[float, flo
 
 
 # ---- stage sequences ----------------------------------------------------------------------------
-def pick(grasp: Target) -> tuple[Stage, ...]:
-    """Reach above the grasp, descend, close: the opening of every pick."""
+def pick(grasp: Target, clearance: float = 0.06) -> tuple[Stage, ...]:
+    """Reach `clearance` (m) back from the grasp (or the first reachable of its candidates),
+    descend, close: the opening of every pick."""
     return (
-        MoveTo("reach", pre_grasp(grasp), OPEN),
-        MoveTo("approach", grasp, OPEN, screw_only=True),
+        MoveTo("reach", pre_grasp(grasp, clearance), OPEN),
+        MoveTo("approach", advance(clearance), OPEN, screw_only=True),
         Grip("grasp", CLOSED),
     )
 
@@ -327,12 +347,14 @@ def _distance(d: Distance) -> Callable[[object, torch.Tensor], torch.Tensor]:
 
 
 def insert(
-    obj: str, goal: Value, depth: Callable, approach: Distance, steps: Sequence[Distance], steady: int = 5
+    obj: str, goal: Value, depth: Callable, approach: Distance, steps: Sequence[Distance], steady: int = 5,
+    speed: float = 1.0,
 ) -> tuple[Stage, ...]:
     """Bring the held `env.<obj>` onto the axis (local x) of goal(env, idx) (k, 7) at `approach`
     m before `depth`, re-aim from the measured pose at each of `steps` (m before depth, each
-    straight), then push along the axis to depth(env, idx) (k,). Distances are metres or
-    functions (env, idx) -> (k,) of them."""
+    straight; a distance repeated re-aims again in place, converging on the arm's sag), then
+    push along the axis to depth(env, idx) (k,). Distances are metres or functions
+    (env, idx) -> (k,) of them; the re-aims and the push move at `speed`."""
 
     def before(distance: Distance) -> Value:
         d = _distance(distance)
@@ -340,6 +362,6 @@ def insert(
 
     stages: list[Stage] = [MoveTo("align", place_at(obj, before(approach)), CLOSED)]
     for k, d in enumerate(steps):  # the arm comes to rest first: the correction then sees its sag, not its lag
-        stages += [Grip("steady", CLOSED, steps=steady), MoveTo(f"re-aim {k + 1}", place_at(obj, before(d)), CLOSED, screw_only=True)]
-    stages += [Grip("steady", CLOSED, steps=steady), MoveTo("insert", place_at(obj, before(0.0)), CLOSED, screw_only=True)]
+        stages += [Grip("steady", CLOSED, steps=steady), MoveTo(f"re-aim {k + 1}", place_at(obj, before(d)), CLOSED, True, speed)]
+    stages += [Grip("steady", CLOSED, steps=steady), MoveTo("insert", place_at(obj, before(0.0)), CLOSED, True, speed)]
     return tuple(stages)

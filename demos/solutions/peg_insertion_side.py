@@ -5,22 +5,26 @@ re-aimed from the peg's measured pose with the arm at rest before each."""
 
 import torch
 
-from demos.primitives import attr, grasp_at, insert, lift, parts_of, pick, scene, table_boxes, tilted
+from demos.primitives import attr, first_reachable, grasp_at, insert, lift, parts_of, pick, scene, table_boxes, tilted
 from demos.stages import CLOSED, MoveTo, Settle, Solution
 from envs.core.pose import pose_mul, quat_apply
 
 HEAD_AT = -0.003  # the head's final x in the hole's frame: 12 mm past what success needs (-0.015)
-# the grasp point's distance behind the peg's centre. Box fingers hold little torque: the nearer
-# the centre of mass, the less the peg turns in the grasp. The hand leans back by TILT about the
-# closing axis, so the wrist (link 7 reaches 4.5 cm ahead of an upright hand's axis) stays clear
-# of the box's face with the head in
-GRASP_BEHIND = 0.02
-TILT = 30.0
+# grasps (hand lean about the closing axis in degrees, grasp point's distance behind the peg's
+# centre in m), tried in order. Box fingers hold little torque: the nearer the centre of mass,
+# the less the peg turns in the grasp. The hand leans back, so the wrist (link 7 reaches 4.5 cm
+# ahead of an upright hand's axis) stays clear of the box's face with the head in. For a peg
+# lying far out with its head towards the robot such a lean is out of reach: the upright hand
+# then holds the peg further back instead
+GRASPS = ((30.0, 0.02), (15.0, 0.035), (0.0, 0.055))
 
 
-def grasp_pose(env, idx):  # (k, 7): the peg's frame moved towards its tail
-    offset = torch.tensor([-GRASP_BEHIND, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0]).expand(len(idx), 7)
-    return pose_mul(env.peg.pose()[idx], offset)
+def grasp_pose(behind: float):  # the peg's frame moved `behind` m towards its tail: (k, 7)
+    def pose(env, idx):
+        offset = torch.tensor([-behind, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0]).expand(len(idx), 7)
+        return pose_mul(env.peg.pose()[idx], offset)
+
+    return pose
 
 
 def peg_axis(env, idx):  # (k, 3): tail to head
@@ -42,7 +46,7 @@ STEPS = (before_opening(0.01), before_opening(-0.02), before_opening(-0.05))
 SOLUTION = Solution(
     env_id="PegInsertionSide-v1",
     robots=("panda",),
-    stages=pick(tilted(grasp_at(grasp_pose, attr("peg_half_sizes")), TILT, peg_axis))
+    stages=pick(first_reachable(*(tilted(grasp_at(grasp_pose(b), attr("peg_half_sizes")), t, peg_axis) for t, b in GRASPS)))
     + (MoveTo("lift", lift(0.08), CLOSED, screw_only=True),)
     + insert("peg", attr("box_hole_pose"), depth, approach=before_opening(0.04), steps=STEPS)
     + (Settle(steps=10, hold=3),),

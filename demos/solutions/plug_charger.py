@@ -38,7 +38,7 @@ SOLUTION = Solution(
     # distances before the goal along its x: the prongs' tips (16 mm ahead of the charger's
     # frame) 3.4 cm out, then re-aimed from the measured pose 9, 3 mm out and 3, 9 mm in: one
     # long push at speed drifts sideways by more than the slots' 0.5 mm clearance
-    + insert("charger", attr("goal_pose"), press, approach=0.05, steps=(0.025, 0.019, 0.013, 0.007))
+    + insert("charger", attr("goal_pose"), press, approach=0.05, steps=(0.025, 0.022, 0.022, 0.022, 0.013, 0.007), speed=0.3)
     + (Settle(steps=10, hold=3),),
     obstacles=scene(table_boxes, parts_of("receptacle", "receptacle_parts")),
 )
