@@ -347,21 +347,23 @@ def _distance(d: Distance) -> Callable[[object, torch.Tensor], torch.Tensor]:
 
 
 def insert(
-    obj: str, goal: Value, depth: Callable, approach: Distance, steps: Sequence[Distance], steady: int = 5,
-    speed: float = 1.0,
+    obj: str, goal: Value, depth: Callable, approach: Distance, steps: Sequence[Distance | tuple[Distance, float]],
+    steady: int = 5, speed: float = 1.0,
 ) -> tuple[Stage, ...]:
     """Bring the held `env.<obj>` onto the axis (local x) of goal(env, idx) (k, 7) at `approach`
     m before `depth`, re-aim from the measured pose at each of `steps` (m before depth, each
     straight; a distance repeated re-aims again in place, converging on the arm's sag), then
-    push along the axis to depth(env, idx) (k,). Distances are metres or functions
-    (env, idx) -> (k,) of them; the re-aims and the push move at `speed`."""
+    push along the axis to depth(env, idx) (k,) at `speed`. Distances are metres or functions
+    (env, idx) -> (k,) of them; a step given as (distance, speed) moves at that speed (slow
+    where the object enters a fit: the arm lags its plan less)."""
 
     def before(distance: Distance) -> Value:
         d = _distance(distance)
         return offset_pose(goal, along_x(lambda env, idx: depth(env, idx) - d(env, idx)))
 
     stages: list[Stage] = [MoveTo("align", place_at(obj, before(approach)), CLOSED)]
-    for k, d in enumerate(steps):  # the arm comes to rest first: the correction then sees its sag, not its lag
-        stages += [Grip("steady", CLOSED, steps=steady), MoveTo(f"re-aim {k + 1}", place_at(obj, before(d)), CLOSED, True, speed)]
+    for k, step in enumerate(steps):  # the arm comes to rest first: the correction then sees its sag, not its lag
+        d, v = step if isinstance(step, tuple) else (step, 1.0)
+        stages += [Grip("steady", CLOSED, steps=steady), MoveTo(f"re-aim {k + 1}", place_at(obj, before(d)), CLOSED, True, v)]
     stages += [Grip("steady", CLOSED, steps=steady), MoveTo("insert", place_at(obj, before(0.0)), CLOSED, True, speed)]
     return tuple(stages)
