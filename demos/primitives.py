@@ -178,6 +178,30 @@ def tilted(grasp: Target, degrees: float, toward: Value) -> Target:
     return target
 
 
+def yawed(target: Target, degrees: float) -> Target:
+    """Target: target's TCP pose turned by `degrees` about the vertical through the TCP: for a
+    grasp from above or a held box, the same grasp or placing with the hand turned (180 degrees
+    swaps the fingers, 90 closes along the box's other axis)."""
+
+    def value(env, idx, adapter):
+        tcp = target(env, idx, adapter)
+        turn = axis_angle_to_quat(torch.tensor([0.0, 0.0, math.radians(degrees)]).expand(len(idx), 3))
+        return torch.cat((tcp[:, :3], quat_mul(turn, tcp[:, 3:])), 1)
+
+    return value
+
+
+def away_from_robot(obj: str) -> Value:
+    """The horizontal direction (k, 3) from the robot's base to actor group `env.<obj>`."""
+
+    def value(env, idx):
+        d = getattr(env, obj).pose()[idx, :3] - env.agent.root_pose[idx, :3]
+        d[:, 2] = 0
+        return d
+
+    return value
+
+
 def pre_grasp(grasp: Target, distance: float = 0.06) -> Target:
     """Target: grasp's TCP poses (each candidate's) moved back `distance` (m) along the approach."""
 

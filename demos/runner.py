@@ -167,9 +167,13 @@ class Runner:
         env = self.env
         n = env.num_envs
         assert len(seeds) == n
-        obs, info = env.reset(seed=seeds)
-        recs = [_Recorder(int(s), _scene_kwargs(env, i)) for i, s in enumerate(seeds)]
+        env.reset(seed=seeds)
         state = env.get_state_dict()
+        # restored as a replay restores it (re-inserting every actor), so that the run starts as
+        # the replay will
+        env.set_state_dict(state)
+        obs = env.get_obs(env.evaluate())
+        recs = [_Recorder(int(s), _scene_kwargs(env, i)) for i, s in enumerate(seeds)]
         for i in range(n):
             recs[i].states.append(_rows(state, i))
             if self.record_obs:

@@ -5,7 +5,7 @@ arm at rest before each."""
 
 import torch
 
-from demos.primitives import attr, grasp_at, insert, lift, parts_of, pick, pose_of, scene, table_boxes
+from demos.primitives import attr, first_reachable, grasp_at, insert, lift, parts_of, pick, pose_of, scene, table_boxes, yawed
 from demos.stages import CLOSED, MoveTo, Settle, Solution
 from envs.core.pose import pose_mul
 from envs.tasks.plug_charger import BASE_HALF
@@ -31,10 +31,13 @@ def grasp_half(env, idx):  # (k, 3): the part of the base the fingers hold
     return torch.tensor([0.01, BASE_HALF[1], BASE_HALF[2]]).expand(len(idx), 3)
 
 
+GRASP = grasp_at(grasp_pose, grasp_half, axes=(1,), placed=(pose_of("charger"), attr("goal_pose")))
+
 SOLUTION = Solution(
     env_id="PlugCharger-v1",
     robots=("panda",),
-    stages=pick(grasp_at(grasp_pose, grasp_half, axes=(1,), placed=(pose_of("charger"), attr("goal_pose"))))
+    # the grasp that leaves the wrist nearest its rest at the goal, else the other one of the base
+    stages=pick(first_reachable(GRASP, yawed(GRASP, 180.0)))
     + (MoveTo("lift", lift(0.08), CLOSED, screw_only=True),)
     # distances before the goal along its x: the prongs' tips (16 mm ahead of the charger's
     # frame) 3.1 cm out, then re-aimed from the measured pose 6 mm out and twice 3 mm out (in
