@@ -1,7 +1,8 @@
 """PegInsertionSide-v1: grasp the peg from above a little behind its centre, the hand leaning back
-(so it stays clear of the box when the head is in), lift, hold the peg on the hole's axis in
-front of the opening, push the head in to just short of the hole's centre in straight steps,
-re-aimed from the peg's measured pose with the arm at rest before each."""
+(so it stays clear of the box when the head is in; where that is out of reach, a lesser lean
+further back), lift, hold the peg on the hole's axis in front of the opening, re-aim in place
+from the peg's measured pose with the arm at rest, then push the head in slowly, in straight
+steps re-aimed the same way, to just short of the hole's centre."""
 
 import torch
 

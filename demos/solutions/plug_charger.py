@@ -1,7 +1,7 @@
 """PlugCharger-v1: grasp the charger's base from above across its width, behind its centre (so
 the hand stays clear of the receptacle's top edge), lift, hold the prongs on the slots' axis a
-few cm out, then push home in short straight steps, re-aimed from the measured pose with the
-arm at rest before each."""
+few cm out, re-aim in place from the measured pose with the arm at rest until the prongs are
+on the axis, then push home slowly in short straight steps, re-aimed the same way before each."""
 
 import torch
 
