@@ -1,6 +1,6 @@
 """`policies`: train imitation policies on demonstrations and evaluate their checkpoints.
 
-    policies train bc|diffusion --data FILE.h5 [--config configs/NAME.yaml] [--section.key value ...]
+    policies train bc|diffusion|act --data FILE.h5 [--config configs/NAME.yaml] [--section.key value ...]
     policies eval CHECKPOINT [--episodes 100] [--num-envs 16] [--action-horizon K] [--video DIR]
 
 `policies train diffusion --help` lists every field of the config with its meaning and default
@@ -22,9 +22,9 @@ import tyro
 
 from policies.config import RUNS, load_run
 
-USAGE = """usage: policies train {bc,diffusion} --data FILE.h5 [--config FILE.yaml] [--section.key VALUE ...]
+USAGE = f"""usage: policies train {{{','.join(RUNS)}}} --data FILE.h5 [--config FILE.yaml] [--section.key VALUE ...]
        policies eval CHECKPOINT [--episodes N] [--num-envs N] [--video DIR] [--executor ray [--address ADDR]]
-       policies {train KIND,eval} --help"""
+       policies {{train KIND,eval}} --help"""
 
 
 @dataclass
