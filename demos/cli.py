@@ -61,6 +61,9 @@ def _parser() -> argparse.ArgumentParser:
     g.add_argument("--speed", type=float, default=1.0,
                    help="planned motions' speed as a fraction of the planner's joint limits (2 rad/s, 5 rad/s^2); "
                         "slower demos have more, smaller steps")
+    g.add_argument("--max-episode-steps", type=int, default=0,
+                   help="step limit of the recording env (default 0: the task's, or its solution's); slow or "
+                        "long-holding demos need more than the task's")
     keep = g.add_mutually_exclusive_group()
     keep.add_argument("--only-success", dest="only_success", action="store_true", default=True, help="save successes only (default)")
     keep.add_argument("--keep-failures", dest="only_success", action="store_false", help="save failed attempts too")
@@ -98,7 +101,7 @@ def _generate(args) -> int:
         executor=args.executor, address=args.address,
         control_mode=args.control_mode, obs_mode=args.obs_mode, robot_uids=args.robot_uids,
         only_success=args.only_success, resume=args.resume, overwrite=args.overwrite, shard=args.shard,
-        hold=args.hold, speed=args.speed,
+        hold=args.hold, speed=args.speed, max_episode_steps=args.max_episode_steps,
     )
     bars = []  # made at the first progress report, so errors before it print alone
 

@@ -46,6 +46,7 @@ class GenerateConfig:
     shard: tuple[int, int] = (0, 1)
     hold: int = 1
     speed: float = 1.0
+    max_episode_steps: int = 0  # the recording env's step limit (0: the solution's, else the task's)
     executor: str = "local"  # local processes or ray (envs/executor.py)
     address: str | None = None  # the Ray cluster's address (default: a local Ray started for the run)
 
@@ -61,6 +62,8 @@ class GenerateConfig:
         self.executor_kind = parse_executor(self.executor, self.address)
         if self.hold < 1:
             raise ValueError(f"--hold must be at least 1 step, got {self.hold}")
+        if self.max_episode_steps < 0:
+            raise ValueError(f"--max-episode-steps must be >= 0, got {self.max_episode_steps}")
         if not 0.05 <= self.speed <= 1.0:
             raise ValueError(f"--speed must be in [0.05, 1] (a fraction of the planner's joint speed limits), got {self.speed}")
         mode = parse_mode(ControlMode, self.control_mode, "control mode")
@@ -90,11 +93,13 @@ class GenerateConfig:
         """Stored in the file: replays build their envs with them. Isolated physics makes an
         episode's replay bit-identical whatever batch it runs in; on a shared PhysX system its
         place and neighbours move the last bits, which a grasp amplifies. A solution that needs
-        longer episodes than the task's default stores its own limit."""
+        longer episodes than the task's default stores its own limit; so do slow or long-holding
+        demos given --max-episode-steps."""
         kwargs = {"obs_mode": self.obs_mode, "control_mode": self.control_mode, "robot_uids": self.robot_uids,
                   "physics": {"isolated": True}}
-        if self.solution.max_episode_steps is not None:
-            kwargs["max_episode_steps"] = self.solution.max_episode_steps
+        steps = self.max_episode_steps or self.solution.max_episode_steps
+        if steps is not None:
+            kwargs["max_episode_steps"] = steps
         return kwargs
 
 

@@ -2,6 +2,8 @@
 
     policies train bc|diffusion|act --data FILE.h5 [--config configs/NAME.yaml] [--section.key value ...]
     policies eval CHECKPOINT [--episodes 100] [--num-envs 16] [--action-horizon K] [--video DIR]
+    policies recipe build RECIPE.yaml [--jobs N] [--dry-run]
+    policies recipe run RECIPE.yaml [--jobs N] [--section.key value ...]
 
 `policies train diffusion --help` lists every field of the config with its meaning and default
 (the defaults shown are those after --config). Errors in a config are one line and exit 2.
@@ -24,6 +26,7 @@ from policies.config import RUNS, load_run
 
 USAGE = f"""usage: policies train {{{','.join(RUNS)}}} --data FILE.h5 [--config FILE.yaml] [--section.key VALUE ...]
        policies eval CHECKPOINT [--episodes N] [--num-envs N] [--video DIR] [--executor ray [--address ADDR]]
+       policies recipe {{build,run}} configs/recipes/NAME.yaml [--jobs N] [--dry-run | --section.key VALUE ...]
        policies {{train KIND,eval}} --help"""
 
 
@@ -143,9 +146,69 @@ def _eval(argv: list[str]) -> int:
     return 0
 
 
+@dataclass
+class RecipeArgs:
+    action: Annotated[str, tyro.conf.Positional]
+    """build (the dataset) or run (build, then train and evaluate)"""
+    recipe: Annotated[str, tyro.conf.Positional]
+    """recipe file, e.g. configs/recipes/diffusion_state_PickCube.yaml"""
+    jobs: int = 0
+    """build: conversions run at once (0: all of the recipe's)"""
+    dry_run: bool = False
+    """build: print the commands still to run, run none"""
+
+    def __post_init__(self) -> None:
+        if self.action not in ("build", "run"):
+            raise ValueError(f"policies recipe {self.action!r}; allowed: build, run")
+        if self.jobs < 0:
+            raise ValueError(f"--jobs must be >= 0, got {self.jobs}")
+
+
+RECIPE_HELP = """usage: policies recipe build RECIPE.yaml [--jobs N] [--dry-run]
+       policies recipe run RECIPE.yaml [--jobs N] [--section.key VALUE ...]
+
+build: make the recipe's dataset (demos, conversion, perturbed copies, merge), reusing the files
+that exist. run: build, then train and evaluate the recipe's policy on it; options after the
+recipe override its run settings as in `policies train KIND` (see its --help)."""
+
+
+def _recipe(argv: list[str]) -> int:
+    if not argv or argv[0] in ("-h", "--help"):
+        print(RECIPE_HELP)
+        return 0 if argv else 2
+    own, rest, i = argv[:2], [], 2  # this command's options; the rest are the run's
+    while i < len(argv):
+        take = 2 if argv[i] == "--jobs" else 1 if argv[i] == "--dry-run" or argv[i].startswith("--jobs=") else 0
+        (own if take else rest).extend(argv[i : i + (take or 1)])
+        i += take or 1
+    args = _parse(RecipeArgs, own, prog="policies recipe", description=RECIPE_HELP)
+    from policies import recipe as recipes
+
+    recipe = recipes.load_recipe(args.recipe)
+    if args.action == "build":
+        if rest:
+            raise ValueError(f"policies recipe build takes no run settings: {' '.join(rest)}")
+        try:
+            print(recipes.build(recipe, args.jobs, args.dry_run))
+        except recipes.BuildError as e:
+            raise ValueError(str(e)) from None
+        return 0
+    # the run's options are checked before the build (the dataset stands in as the recipe file until it exists)
+    default = recipe.run_config(data=args.recipe)
+    run = _parse(type(default), rest, default=default, prog=f"policies recipe run {args.recipe}",
+                 description=f"Train and evaluate recipe {recipe.name} ({recipe.policy}). Options override its run settings.")
+    try:
+        results = recipes.run(recipe, run, args.jobs)
+    except recipes.BuildError as e:
+        raise ValueError(str(e)) from None
+    if results:
+        print(json.dumps({k: v for k, v in results.items() if k != "eval_history"}, indent=1))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    commands = {"train": _train, "eval": _eval}
+    commands = {"train": _train, "eval": _eval, "recipe": _recipe}
     if not argv or argv[0] in ("-h", "--help"):
         print(USAGE)
         return 0 if argv else 2

@@ -378,8 +378,18 @@ def from_dict(cls: type, data: Any, where: str = "") -> Any:
     return cls(**kwargs)
 
 
-def load_run(kind: str, config_file: str | Path | None = None, data: str = "") -> RunConfig:
-    """Defaults of `kind`, overlaid with a YAML file's sections (no validation of `data` yet)."""
+def merge_sections(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    """`over` laid over `base`, mappings merged key by key (a recipe's run settings over a config file)."""
+    out = dict(base)
+    for k, v in over.items():
+        out[k] = merge_sections(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+    return out
+
+
+def load_run(kind: str, config_file: str | Path | None = None, data: str = "",
+             overrides: dict[str, Any] | None = None) -> RunConfig:
+    """Defaults of `kind`, overlaid with a YAML file's sections, then with `overrides` (the same
+    sections; no validation of `data` yet)."""
     _check(kind in RUNS, f"unknown policy {kind!r}; allowed: {', '.join(RUNS)}")
     cls = RUNS[kind]
     raw: dict[str, Any] = {}
@@ -390,6 +400,9 @@ def load_run(kind: str, config_file: str | Path | None = None, data: str = "") -
         _check(isinstance(raw, dict), f"{path}: expected a mapping of sections")
         file_kind = raw.pop("kind", kind)
         _check(file_kind == kind, f"{path} is a {file_kind} config; use `policies train {file_kind}`")
+    if overrides:
+        _check(isinstance(overrides, dict), f"run settings: expected a mapping of sections, got {overrides!r}")
+        raw = merge_sections(raw, overrides)
     if data:
         raw["data"] = data
     return from_dict_lenient_data(cls, raw)
