@@ -2,7 +2,7 @@
 
     policies train bc|diffusion|act --data FILE.h5 [--config configs/NAME.yaml] [--section.key value ...]
     policies eval CHECKPOINT [--episodes 100] [--num-envs 16] [--action-horizon K] [--video DIR]
-    policies recipe build RECIPE.yaml [--jobs N] [--dry-run]
+    policies recipe build RECIPE.yaml [--jobs N] [--dry-run] [--demos-only]
     policies recipe run RECIPE.yaml [--jobs N] [--section.key value ...]
 
 `policies train diffusion --help` lists every field of the config with its meaning and default
@@ -117,10 +117,17 @@ def _train(argv: list[str]) -> int:
                  description=f"Train a {kind} policy. Options after --config override the file.")
     from policies.train import train  # heavy imports only once the config is valid
 
-    results = train(run)
-    if results:
-        print(json.dumps({k: v for k, v in results.items() if k != "eval_history"}, indent=1))
+    _print_results(train(run))
     return 0
+
+
+def _print_results(results: dict[str, Any]) -> None:
+    """A run's results.json, less the evaluation history and per-episode lists (they stay in the file)."""
+    if results:
+        shown = {k: v for k, v in results.items() if k != "eval_history"}
+        if isinstance(shown.get("final"), dict):
+            shown["final"] = {k: v for k, v in shown["final"].items() if k != "per_episode"}
+        print(json.dumps(shown, indent=1))
 
 
 def _eval(argv: list[str]) -> int:
@@ -156,6 +163,8 @@ class RecipeArgs:
     """build: conversions run at once (0: all of the recipe's)"""
     dry_run: bool = False
     """build: print the commands still to run, run none"""
+    demos_only: bool = False
+    """build: stop after the motion-planned demos (plan on one machine, render and train on another)"""
 
     def __post_init__(self) -> None:
         if self.action not in ("build", "run"):
@@ -164,7 +173,7 @@ class RecipeArgs:
             raise ValueError(f"--jobs must be >= 0, got {self.jobs}")
 
 
-RECIPE_HELP = """usage: policies recipe build RECIPE.yaml [--jobs N] [--dry-run]
+RECIPE_HELP = """usage: policies recipe build RECIPE.yaml [--jobs N] [--dry-run] [--demos-only]
        policies recipe run RECIPE.yaml [--jobs N] [--section.key VALUE ...]
 
 build: make the recipe's dataset (demos, conversion, perturbed copies, merge), reusing the files
@@ -178,7 +187,7 @@ def _recipe(argv: list[str]) -> int:
         return 0 if argv else 2
     own, rest, i = argv[:2], [], 2  # this command's options; the rest are the run's
     while i < len(argv):
-        take = 2 if argv[i] == "--jobs" else 1 if argv[i] == "--dry-run" or argv[i].startswith("--jobs=") else 0
+        take = 2 if argv[i] == "--jobs" else 1 if argv[i] in ("--dry-run", "--demos-only") or argv[i].startswith("--jobs=") else 0
         (own if take else rest).extend(argv[i : i + (take or 1)])
         i += take or 1
     args = _parse(RecipeArgs, own, prog="policies recipe", description=RECIPE_HELP)
@@ -189,7 +198,7 @@ def _recipe(argv: list[str]) -> int:
         if rest:
             raise ValueError(f"policies recipe build takes no run settings: {' '.join(rest)}")
         try:
-            print(recipes.build(recipe, args.jobs, args.dry_run))
+            print(recipes.build(recipe, args.jobs, args.dry_run, demos_only=args.demos_only))
         except recipes.BuildError as e:
             raise ValueError(str(e)) from None
         return 0
@@ -201,8 +210,7 @@ def _recipe(argv: list[str]) -> int:
         results = recipes.run(recipe, run, args.jobs)
     except recipes.BuildError as e:
         raise ValueError(str(e)) from None
-    if results:
-        print(json.dumps({k: v for k, v in results.items() if k != "eval_history"}, indent=1))
+    _print_results(results)
     return 0
 
 

@@ -258,13 +258,18 @@ def _run_all(steps: list[Step], log_dir: Path, jobs: int, env: dict[str, str]) -
         raise BuildError(f"{len(failed)} step(s) failed: see {', '.join(map(str, failed))}")
 
 
-def build(recipe: Recipe, jobs: int = 0, dry_run: bool = False, echo=print) -> Path:
-    """Make the recipe's dataset, reusing every file that exists; returns the dataset's path.
-    `jobs`: conversions at once (0: all of them); `dry_run`: only print the commands."""
+def build(recipe: Recipe, jobs: int = 0, dry_run: bool = False, echo=print, demos_only: bool = False) -> Path:
+    """Make the recipe's dataset, reusing every file that exists; returns the dataset's path (the
+    raw demos' with `demos_only`, which stops after generating them: motion planning on one machine,
+    rendering and training on another). `jobs`: conversions at once (0: all of them); `dry_run`:
+    only print the commands."""
     f = files(recipe)
     Path(recipe.data_dir).mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, (str(ROOT), os.environ.get("PYTHONPATH"))))}
     stages = _steps(recipe, f)
+    if demos_only:
+        stages = [(what, steps) for what, steps in stages if any(out == f.raw for _, out in steps)]
+        f = Files(f.raw, f.raw, (), None)
     todo = {out for _, steps in stages for _, out in steps}
     for p in (f.raw, f.clean, *f.noisy, *([f.merged] if f.merged else [])):
         if p not in todo and not dry_run:

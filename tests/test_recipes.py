@@ -116,7 +116,9 @@ def test_a_tiny_recipe_builds_runs_and_reuses(tmp_path, capsys):
         assert p.is_file(), p
     results = json.loads((tmp_path / "runs" / "tiny" / "results.json").read_text())
     assert results["steps"] == 2 and results["final"]["episodes"] == 2
-    assert results["recipe"] == {"name": "tiny", "file": str(path), "data": str(f.merged), "episodes": 8}
+    episodes = len(read_meta(f.merged)["episodes"])  # the clean 4 and the perturbed copy's (an episode may fail under noise)
+    assert 4 < episodes <= 8 and len(read_meta(f.clean)["episodes"]) == 4
+    assert results["recipe"] == {"name": "tiny", "file": str(path), "data": str(f.merged), "episodes": episodes}
     assert results["control_mode"] == "pd_ee_delta_pos" and f"generate {f.raw}" in out
     seeds = [e["seed"] for e in read_meta(f.raw)["episodes"]]
     assert len(seeds) == 4 and seeds == sorted(seeds) and seeds[-1] < 100_000  # the evaluation's seeds are others
@@ -134,3 +136,16 @@ def test_a_tiny_recipe_builds_runs_and_reuses(tmp_path, capsys):
     steps = recipes._steps(r, f)
     assert [[out for _, out in s] for _, s in steps] == [[f.noisy[0]], [f.merged]]
     assert yaml.safe_load(path.read_text())["demos"]["n"] == 4
+
+
+def test_demos_can_record_past_the_tasks_step_limit(tmp_path):
+    """Slow, long-holding demos (recipes' hold 25, speed 0.5) need more than PickCube's 50 steps:
+    `demos generate --max-episode-steps` records them in an env with that limit, stored in the file."""
+    from demos.generate import GenerateConfig
+
+    cfg = GenerateConfig(task="PickCube", n=1, out=tmp_path / "d.h5", max_episode_steps=200)
+    assert cfg.env_kwargs["max_episode_steps"] == 200
+    assert "max_episode_steps" not in GenerateConfig(task="PickCube", n=1, out=tmp_path / "e.h5").env_kwargs
+    assert GenerateConfig(task="StackCube", n=1, out=tmp_path / "f.h5").env_kwargs["max_episode_steps"] == 100  # its solution's
+    with pytest.raises(ValueError, match="--max-episode-steps must be >= 0"):
+        GenerateConfig(task="PickCube", n=1, out=tmp_path / "g.h5", max_episode_steps=-1)
