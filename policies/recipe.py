@@ -187,8 +187,7 @@ def files(recipe: Recipe) -> Files:
 
 def _complete(path: Path, n: int) -> bool:
     """A demo file holding all n of its episodes."""
-    from demos.generate import pending_path
-    from replay.trajectory import read_meta
+    from replay.trajectory import pending_path, read_meta
 
     if not path.is_file() or pending_path(path).exists():
         return False
@@ -207,6 +206,8 @@ Step = tuple[list[str], Path]  # a command and the file it makes
 
 def _steps(recipe: Recipe, f: Files) -> list[tuple[str, list[Step]]]:
     """(what, steps) for each stage still to do; a stage's steps may run at once."""
+    from replay.trajectory import pending_path
+
     d, c, p = recipe.demos, recipe.conversion, recipe.perturbed
     stages: list[tuple[str, list[Step]]] = []
     if not _complete(f.raw, d.n):
@@ -215,7 +216,7 @@ def _steps(recipe: Recipe, f: Files) -> list[tuple[str, list[Step]]]:
                    "--speed", d.speed, "--out", f.raw)
         cmd += ["--robot-uids", d.robot_uids] if d.robot_uids else []
         cmd += ["--max-episode-steps", d.max_episode_steps] if d.max_episode_steps else []
-        cmd += ["--resume"] if f.raw.exists() or f.raw.with_name(f.raw.stem + ".pending.h5").exists() else []
+        cmd += ["--resume"] if f.raw.exists() or pending_path(f.raw).exists() else []
         stages.append((f"generate {f.raw}", [(list(map(str, cmd)), f.raw)]))
     converts = []
     for out, seed in [(f.clean, None), *zip(f.noisy, p.seeds)]:
@@ -225,7 +226,7 @@ def _steps(recipe: Recipe, f: Files) -> list[tuple[str, list[Step]]]:
                    "--workers", c.workers, "--no-progress")
         cmd += ["--cam-width", c.cam_width, "--cam-height", c.cam_height] if c.cam_width else []
         cmd += ["--action-noise", p.noise, "--noise-seed", seed] if seed is not None else []
-        cmd += ["--resume"] if out.with_name(out.stem + ".part.h5").exists() else []
+        cmd += ["--resume"] if pending_path(out).exists() else []  # an interrupted conversion
         converts.append((list(map(str, cmd)), out))
     if converts:
         stages.append((f"convert {len(converts)} of {1 + len(f.noisy)} files", converts))
