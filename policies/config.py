@@ -199,11 +199,11 @@ class ACTConfig(PolicyConfig):
     action_horizon actions of each chunk as the other policies do"""
     ensemble_decay: float = 0.01
     """m of the ensembling weights exp(-m * i): larger trusts the older chunks more"""
-    hidden: int = 256
+    hidden: int = 512
     """transformer width"""
     heads: int = 8
     """attention heads"""
-    feedforward: int = 1024
+    feedforward: int = 1600
     """transformer feed-forward width"""
     enc_layers: int = 4
     """layers of the decoder's transformer encoder (over the latent, state and camera tokens)"""
@@ -219,10 +219,10 @@ class ACTConfig(PolicyConfig):
     """transformer dropout"""
     sample_latent: bool = False
     """acting: draw z from the prior N(0, I) (seeded by the evaluation seed) instead of its mean 0"""
+    ema_decay: float = 0.999
+    """EMA decay of the weights used for evaluation (0: no EMA)"""
     lr: float = 1e-4
     """peak learning rate (AdamW; linear warm-up, then cosine decay to 0 at train.max_steps)"""
-    weight_decay: float = 1e-4
-    """AdamW weight decay"""
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -231,6 +231,7 @@ class ACTConfig(PolicyConfig):
         _check(self.ensemble_decay >= 0, f"policy.ensemble_decay must be >= 0, got {self.ensemble_decay}")
         _check(self.kl_weight >= 0, f"policy.kl_weight must be >= 0, got {self.kl_weight}")
         _check(0.0 <= self.dropout < 1.0, f"policy.dropout must be in [0, 1), got {self.dropout}")
+        _check(0.0 <= self.ema_decay < 1.0, f"policy.ema_decay must be in [0, 1), got {self.ema_decay}")
 
 
 @dataclass
