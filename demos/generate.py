@@ -23,6 +23,7 @@ from typing import Callable
 from demos.solutions import solution_for
 from demos.workers import GenerationJob
 from envs.core.registry import TASKS, check_env_id
+from envs.robots.base import robot_family
 from envs.executor import Lost, make_pool, parse_executor
 from envs.modes import ControlMode, ObsMode, parse_mode
 from replay.trajectory import Output, read_meta
@@ -52,7 +53,7 @@ class GenerateConfig:
     def __post_init__(self) -> None:
         self.env_id = check_env_id(self.task)
         self.solution = solution_for(self.env_id)
-        if self.robot_uids not in self.solution.robots:
+        if robot_family(self.robot_uids) not in self.solution.robots:  # panda_wristcam plans as a panda
             raise ValueError(f"{self.env_id}'s solution supports robots: {', '.join(self.solution.robots)}")
         if self.n <= 0:
             raise ValueError(f"--n must be a positive number of demonstrations, got {self.n}")

@@ -150,3 +150,16 @@ def test_demos_can_record_past_the_tasks_step_limit(tmp_path):
     assert GenerateConfig(task="StackCube", n=1, out=tmp_path / "f.h5").env_kwargs["max_episode_steps"] == 100  # its solution's
     with pytest.raises(ValueError, match="--max-episode-steps must be >= 0"):
         GenerateConfig(task="PickCube", n=1, out=tmp_path / "g.h5", max_episode_steps=-1)
+
+
+def test_wrist_camera_demos_plan_as_a_panda(tmp_path):
+    """The wrist-camera recipes record with panda_wristcam (the same arm and hand as panda): its
+    solutions and grasp adapter are the panda's."""
+    from demos.generate import GenerateConfig
+    from demos.grasp import ADAPTERS, adapter_for
+
+    cfg = GenerateConfig(task="PickCube", n=1, out=tmp_path / "d.h5", robot_uids="panda_wristcam")
+    assert cfg.env_kwargs["robot_uids"] == "panda_wristcam"
+    assert adapter_for("panda_wristcam") == ADAPTERS["panda"]
+    with pytest.raises(ValueError, match="unknown robot 'nothing'"):
+        adapter_for("nothing")
