@@ -18,7 +18,9 @@ from collections import Counter
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
-from typing import Callable
+from typing import Annotated, Callable
+
+import tyro
 
 from demos.solutions import solution_for
 from demos.workers import GenerationJob
@@ -29,26 +31,62 @@ from envs.modes import ControlMode, ObsMode, parse_mode
 from replay.trajectory import Output, read_meta
 
 
+def _shard(text: str) -> tuple[int, int]:
+    i, sep, k = text.partition("/")
+    try:
+        return int(i), int(k)
+    except ValueError:
+        raise ValueError(f"expected i/K, e.g. 0/4, got {text!r}") from None
+
+
+_SHARD = tyro.constructors.PrimitiveConstructorSpec(  # `--shard 0/4` on the command line
+    nargs=1, metavar="i/K", instance_from_str=lambda a: _shard(a[0]),
+    is_instance=lambda x: isinstance(x, tuple), str_from_instance=lambda t: [f"{t[0]}/{t[1]}"])
+
+
 @dataclass
 class GenerateConfig:
-    task: str
+    """`demos generate TASK --n N`: the fields are the command's flags (demos/cli.py)."""
+
+    task: Annotated[str, tyro.conf.Positional, tyro.conf.arg(metavar="TASK")]
+    """task id, e.g. PickCube or PickCube-v1"""
     n: int
-    out: Path | None = None
+    """demonstrations to save"""
+    out: Annotated[Path | None, tyro.conf.arg(metavar="PATH", help_behavior_hint="(default: out/TASK.motionplanning.CONTROL.h5)")] = None
+    """output .h5"""
     seed: int = 0
+    """first seed"""
     num_envs: int = 16
-    workers: int | None = 2  # None: one per CPU (of this machine, or of the Ray cluster)
+    """envs run together in one batch"""
+    workers: Annotated[int | None, tyro.conf.arg(metavar="INT", default=None, help_behavior_hint="(default: one per CPU of this machine, or of the Ray cluster)")] = 2
+    """generation workers, each with its env and planner (None: one per CPU)"""
     control_mode: str = "pd_joint_pos"
+    """control mode of the recorded actions (pd_joint_pos; other modes by `replay convert`)"""
     obs_mode: str = "none"
+    """obs mode recorded: none or state (render images later with `replay convert`)"""
     robot_uids: str = "panda"
+    """robot (`demos list` shows each task's robots)"""
     only_success: bool = True
+    """keep successes only (--no-only-success: save failed attempts too)"""
     resume: bool = False
+    """continue an interrupted run's file"""
     overwrite: bool = False
-    shard: tuple[int, int] = (0, 1)
+    """replace an existing file"""
+    shard: Annotated[tuple[int, int], _SHARD] = (0, 1)
+    """i/K: this machine's part of the seed space"""
     hold: int = 1
+    """end an episode once the task has succeeded this many steps in a row (1: at first success);
+    a longer hold shows policies how to stay at the goal"""
     speed: float = 1.0
-    max_episode_steps: int = 0  # the recording env's step limit (0: the solution's, else the task's)
-    executor: str = "local"  # local processes or ray (envs/executor.py)
-    address: str | None = None  # the Ray cluster's address (default: a local Ray started for the run)
+    """planned motions' speed as a fraction of the planner's joint limits (2 rad/s, 5 rad/s^2);
+    slower demos have more, smaller steps"""
+    max_episode_steps: int = 0
+    """step limit of the recording env (0: the solution's, else the task's); slow or long-holding
+    demos need more than the task's"""
+    executor: str = "local"
+    """local (worker processes on this machine) or ray (Ray actors on a cluster; pip install -e ".[ray]")"""
+    address: Annotated[str | None, tyro.conf.arg(metavar="ADDR", help_behavior_hint="(default: a local Ray started for the run)")] = None
+    """the Ray cluster to join, e.g. HEAD:6379"""
 
     def __post_init__(self) -> None:
         self.env_id = check_env_id(self.task)
@@ -68,10 +106,10 @@ class GenerateConfig:
             raise ValueError(f"--speed must be in [0.05, 1] (a fraction of the planner's joint speed limits), got {self.speed}")
         mode = parse_mode(ControlMode, self.control_mode, "control mode")
         if mode is not ControlMode.PD_JOINT_POS:
-            raise ValueError("demos are generated in pd_joint_pos; convert them with `replay convert --control ...`")
+            raise ValueError("demos are generated in pd_joint_pos; convert them with `replay convert --control-mode ...`")
         obs = parse_mode(ObsMode, self.obs_mode, "obs mode")
         if obs not in (ObsMode.NONE, ObsMode.STATE):
-            raise ValueError("--obs-mode must be none or state here; render images with `replay convert --obs ...`")
+            raise ValueError("--obs-mode must be none or state here; render images with `replay convert --obs-mode ...`")
         i, k = self.shard
         if not (k >= 1 and 0 <= i < k):
             raise ValueError(f"--shard must be i/K with 0 <= i < K, got {i}/{k}")

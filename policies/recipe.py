@@ -222,7 +222,7 @@ def _steps(recipe: Recipe, f: Files) -> list[tuple[str, list[Step]]]:
     for out, seed in [(f.clean, None), *zip(f.noisy, p.seeds)]:
         if out.is_file():
             continue
-        cmd = _cli("replay.cli", "convert", f.raw, "--obs", c.obs, "--control", c.control, "--out", out,
+        cmd = _cli("replay.cli", "convert", f.raw, "--obs-mode", c.obs, "--control-mode", c.control, "--out", out,
                    "--workers", c.workers, "--no-progress")
         cmd += ["--cam-width", c.cam_width, "--cam-height", c.cam_height] if c.cam_width else []
         cmd += ["--action-noise", p.noise, "--noise-seed", seed] if seed is not None else []

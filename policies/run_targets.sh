@@ -9,6 +9,12 @@
 # exist, then trains and evaluates its policy in $OUT/<recipe name>. Datasets are built one recipe
 # after another (recipes share files); the training runs go at once (CONCURRENT=1, the default: one
 # GPU holds them, and a run alone is bound by kernel launches) or one after another (CONCURRENT=0).
+#
+# On the offline H200 host: build the carry kit here (`bash ../shared/device/build-site.sh &&
+# bash scripts/device_extras.sh`), carry .device, and run `source .device/prelude.sh && bash
+# policies/run_targets.sh` there, with out/demos carried; motion planning there needs `prelude.sh
+# plan`, under which lightning does not import, so plan here first (`policies recipe build FILE
+# --demos-only`, or a whole build for the state recipes).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 PY=${PY:-.venv/bin/python}
