@@ -144,7 +144,7 @@ class RecipeArgs:
 
     def __post_init__(self) -> None:
         if self.action not in ("build", "run"):
-            raise ValueError(f"policies recipe {self.action!r}; allowed: build, run")
+            raise ValueError(f"unknown action {self.action!r}; allowed: build, run")
         if self.jobs < 0:
             raise ValueError(f"--jobs must be >= 0, got {self.jobs}")
 
@@ -163,20 +163,20 @@ def _recipe(argv: list[str]) -> int:
     if not argv or argv[:1] in (["-h"], ["--help"]):
         print(RECIPE_USAGE)
         return 0 if argv else 2
-    own, rest, i = argv[:2], [], 2
-    while i < len(argv):
-        take = _RECIPE_FLAGS.get(argv[i].partition("=")[0] if argv[i].startswith("--jobs=") else argv[i], 0)
-        take = 1 if argv[i].startswith("--jobs=") else take
-        (own if take else rest).extend(argv[i : i + (take or 1)])
-        i += take or 1
+    own, rest = argv, []
+    if argv[0] == "run":  # RecipeArgs' own flags; the rest are the run's settings
+        own, rest, i = argv[:2], [], 2
+        while i < len(argv):
+            name = argv[i].partition("=")[0]
+            take = (1 if "=" in argv[i] else _RECIPE_FLAGS[name]) if name in _RECIPE_FLAGS else 0
+            (own if take else rest).extend(argv[i : i + (take or 1)])
+            i += take or 1
     args = parse(RecipeArgs, own, prog="policies recipe", description=RECIPE_USAGE)
     from policies import recipe as recipes
 
     recipe = recipes.load_recipe(args.recipe)
     try:
         if args.action == "build":
-            if rest:
-                raise ValueError(f"policies recipe build takes no run settings: {' '.join(rest)}")
             print(recipes.build(recipe, args.jobs, args.dry_run, demos_only=args.demos_only))
             return 0
         # the run's options are checked before the build (the recipe file stands in for the data until it exists)

@@ -77,7 +77,8 @@ def test_bad_recipes_are_one_line_errors(tmp_path, capsys):
     assert cli(["recipe", "build", str(tmp_path / "none.yaml")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err == [f"error: {bad}: task is required (an env id such as PickCube-v1)",
-                   "error: policies recipe 'train'; allowed: build, run", f"error: {tmp_path / 'none.yaml'}: no such recipe"]
+                   "error: policies recipe: unknown action 'train'; allowed: build, run (see policies recipe --help)",
+                   f"error: {tmp_path / 'none.yaml'}: no such recipe"]
 
 
 def test_evaluation_seeds_must_not_be_demo_seeds(tmp_path):
