@@ -17,6 +17,7 @@ from policies.cli import main as cli
 from policies.config import RUNS
 from policies.train import FINAL_SEED_OFFSET
 from replay.trajectory import read_meta
+from tests.marks import slow
 
 ROOT = Path(__file__).resolve().parents[1]
 SHIPPED = sorted((ROOT / "configs" / "recipes").glob("*.yaml"))
@@ -108,6 +109,7 @@ run:
 """
 
 
+@slow
 def test_a_tiny_recipe_builds_runs_and_reuses(tmp_path, capsys):
     path = tmp_path / "tiny.yaml"
     path.write_text(TINY.replace("DATA", str(tmp_path / "demos")).replace("RUNS", str(tmp_path / "runs")))
