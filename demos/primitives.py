@@ -218,6 +218,19 @@ def first_reachable(*targets: Target) -> Target:
     return lambda env, idx, adapter: torch.stack([t(env, idx, adapter) for t in targets], 1)
 
 
+def far_first(near: Target, far: Target, point: Value, reach: float) -> Target:
+    """Target: the candidates of `near`, then those of `far` (each (k, C, 7), the same C); where
+    point(env, idx) (k, 3) lies farther than `reach` (m) from the robot's base, `far`'s first (a
+    grasp chosen for where the object must go, not only for where it is)."""
+
+    def target(env, idx, adapter):
+        a, b = near(env, idx, adapter), far(env, idx, adapter)
+        beyond = (point(env, idx)[:, :2] - env.agent.root_pose[idx, :2]).norm(dim=1) > reach
+        return torch.where(beyond[:, None, None], torch.cat((b, a), 1), torch.cat((a, b), 1))
+
+    return target
+
+
 def advance(distance: float) -> Target:
     """Target: the commanded TCP pose moved `distance` (m) along its approach: from a pre-grasp,
     the grasp of whichever candidate the reach went to."""

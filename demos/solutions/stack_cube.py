@@ -9,6 +9,7 @@ from demos.primitives import (
     attr,
     box_of,
     carry_to,
+    far_first,
     first_reachable,
     grasp_target,
     lift,
@@ -26,11 +27,16 @@ from demos.stages import CLOSED, OPEN, Grip, MoveTo, Settle, Solution
 GRASP = grasp_target("cubeA", "cube_half_sizes", clear_of=position_of("cubeB"))
 # where the wrist cannot reach a grasp or a placing, the cube's symmetry gives others: the hand
 # turned half a turn, then a quarter turn either way, about the vertical; for a cube at the far
-# edge of the arm's reach, the hand then leans out, its wrist back towards the robot
+# edge of the arm's reach, the hand then leans out, its wrist back towards the robot. Where cubeB
+# is at that edge, the grasp leans first, towards cubeB: the placing keeps the grip, so the
+# leaning hand sets the cube down level where an upright one could not reach
 TURNS = (0.0, 180.0, 90.0, -90.0)
 LEAN = 25.0
-GRASPS = first_reachable(
-    *(yawed(GRASP, t) for t in TURNS), *(tilted(yawed(GRASP, t), LEAN, away_from_robot("cubeA")) for t in TURNS)
+FAR = 0.78  # m from the robot's base: cubeB beyond it is placed with a leaning hand
+GRASPS = far_first(
+    first_reachable(*(yawed(GRASP, t) for t in TURNS), *(tilted(yawed(GRASP, t), LEAN, away_from_robot("cubeA")) for t in TURNS)),
+    first_reachable(*(tilted(yawed(GRASP, t), LEAN, away_from_robot("cubeB")) for t in TURNS), *(yawed(GRASP, t) for t in TURNS)),
+    position_of("cubeB"), FAR,
 )
 PLACE = carry_to("cubeA", raised(attr("goal_pos"), 0.003))
 
