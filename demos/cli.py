@@ -54,7 +54,7 @@ def _parser() -> argparse.ArgumentParser:
                                                "CPU of this machine, or of the Ray cluster)")
     g.add_argument("--control-mode", default="pd_joint_pos")
     g.add_argument("--obs-mode", default="none", help="none or state (render images later with replay convert)")
-    g.add_argument("--robot-uids", default="panda")
+    g.add_argument("--robot-uids", default=None, help="the robot (default: the first the task's solution supports)")
     g.add_argument("--hold", type=int, default=1,
                    help="end an episode once the task has succeeded this many steps in a row (default 1: at first "
                         "success); a longer hold shows policies how to stay at the goal")

@@ -39,7 +39,7 @@ class GenerateConfig:
     workers: int | None = 2  # None: one per CPU (of this machine, or of the Ray cluster)
     control_mode: str = "pd_joint_pos"
     obs_mode: str = "none"
-    robot_uids: str = "panda"
+    robot_uids: str | None = None  # None: the first robot the task's solution supports
     only_success: bool = True
     resume: bool = False
     overwrite: bool = False
@@ -52,6 +52,8 @@ class GenerateConfig:
     def __post_init__(self) -> None:
         self.env_id = check_env_id(self.task)
         self.solution = solution_for(self.env_id)
+        if self.robot_uids is None:
+            self.robot_uids = self.solution.robots[0]
         if self.robot_uids not in self.solution.robots:
             raise ValueError(f"{self.env_id}'s solution supports robots: {', '.join(self.solution.robots)}")
         if self.n <= 0:
