@@ -85,7 +85,9 @@ def build_dots(world: BatchedWorld, count: int) -> list[ActorGroup]:
         return b.build(name=f"dot_{k}_{i}")
 
     hidden = sapien.Pose([0.0, 0.0, HIDDEN_Z], list(TARGET_FLAT_Q))
-    return [world.add_actor(f"dot_{k}", lambda s, i, k=k: build(s, i, k), hidden) for k in range(count)]
+    # in the env state, but written there by the task from its own record of where it put them:
+    # reading a thousand actors back every step would cost more than the physics
+    return [world.add_actor(f"dot_{k}", lambda s, i, k=k: build(s, i, k), hidden, in_state=False) for k in range(count)]
 
 
 def build_outline(world: BatchedWorld, name: str, segments: np.ndarray) -> ActorGroup:
@@ -154,6 +156,8 @@ class DrawingEnv(BaseEnv):
         self.canvas = build_canvas(self.world)
         self.canvas_half_size = torch.tensor(CANVAS_HALF).expand(self.num_envs, 3)
         self.dots = build_dots(self.world, self.max_dots)
+        self._dot_index = {dot.name: k for k, dot in enumerate(self.dots)}
+        self._dot_q = self.dots[0].pose()[:1, 3:].clone()  # their orientation as the simulator keeps it
         self.goal = build_outline(self.world, self.goal_name, self.segments)
         self.draw_step = torch.zeros(self.num_envs, dtype=torch.int64)
         self.dot_pos = torch.zeros(self.num_envs, self.max_dots, 3)  # the dots' centres (unused ones at z < 0)
@@ -211,6 +215,19 @@ class DrawingEnv(BaseEnv):
             self.reference_hit[idx] |= hit
             self.stray[idx] |= stray
         self.draw_step = (self.draw_step + 1).clamp(max=self.max_dots)
+
+    def get_state_dict(self) -> dict[str, dict[str, torch.Tensor]]:
+        """The env state with every dot's (N, 13) state under its actor name, in build order."""
+        state = super().get_state_dict()
+        q = self._dot_q.expand(self.num_envs, 4)
+        still = torch.zeros(self.num_envs, 6)
+        own = state["actors"]
+        state["actors"] = {
+            name: own[name] if name in own else torch.cat((self.dot_pos[:, self._dot_index[name]], q, still), 1)
+            for name in self.world.actors
+            if name in own or name in self._dot_index
+        }
+        return state
 
     def set_state_dict(self, state, env_idx=None) -> None:
         super().set_state_dict(state, env_idx)
