@@ -54,12 +54,14 @@ def svg_lines(path: str) -> np.ndarray:
         if m.group(1):
             raise ValueError(f"SVG path: unsupported command or character {m.group(1)!r}; supported: M L H V C Q Z (and lower case)")
         tokens.append(m.group(0))
+    if not tokens or tokens[0] not in "Mm":
+        raise ValueError("SVG path: must start with a move (M)")
     lines, pos, start, k, cmd = [], np.zeros(2), np.zeros(2), 0, None
     while k < len(tokens):
         if tokens[k].isalpha():
             cmd, k = tokens[k], k + 1
         elif cmd is None:
-            raise ValueError("SVG path: must start with a command (M)")
+            raise ValueError("SVG path: numbers after Z without a command")
         kind, rel = cmd.upper(), cmd.islower()
         args = [float(x) for x in tokens[k : k + _ARGS[kind]]]
         if len(args) < _ARGS[kind] or any(a.isalpha() for a in tokens[k : k + _ARGS[kind]]):
