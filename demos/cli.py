@@ -90,7 +90,8 @@ def _parser() -> argparse.ArgumentParser:
 def _generate(args) -> int:
     from tqdm import tqdm
 
-    from demos.generate import GenerateConfig, generate, pending_path
+    from demos.generate import GenerateConfig, generate
+    from replay.trajectory import pending_path
 
     cfg = GenerateConfig(
         task=args.task, n=args.n, out=args.out, seed=args.seed, num_envs=args.num_envs,
@@ -181,13 +182,9 @@ def _verify(args) -> int:
 
 
 def _merge(args) -> int:
-    from replay.ops import merge_files
+    from replay.trajectory import merge_files
 
-    if args.out.suffix != ".h5":
-        raise ValueError(f"the output must be an .h5 file (its JSON sidecar goes beside it), got {args.out}")
-    if args.out.exists() and not args.overwrite:
-        raise ValueError(f"{args.out} exists: pass --overwrite to replace it")
-    n = merge_files(args.inputs, args.out)
+    n = merge_files(args.inputs, args.out, args.overwrite)
     print(f"{args.out}: {n} episodes from {len(args.inputs)} files")
     return 0
 

@@ -5,17 +5,16 @@ With only-success (the default), a failed attempt is simply followed by the next
 `resume` continues after the last attempt whose episode was committed, with the file's own seed
 and settings: nothing is duplicated and episode ids stay contiguous.
 `overwrite` writes OUT.pending.h5 and renames it over OUT only once it holds all n episodes, so
-the old file survives an interrupted run; `resume` then continues the pending file.
+the old file survives an interrupted run; `resume` then continues the pending file
+(`replay.trajectory.Output`, the commit protocol conversions share).
 """
 
 from __future__ import annotations
 
-import os
 import platform
 import re
-from collections import Counter
-import tempfile
 import time
+from collections import Counter
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -26,7 +25,7 @@ from demos.workers import GenerationJob
 from envs.core.registry import TASKS, check_env_id
 from envs.executor import Lost, make_pool, parse_executor
 from envs.modes import ControlMode, ObsMode, parse_mode
-from replay.trajectory import TrajectoryWriter, parts_dir, read_meta, sidecar_path
+from replay.trajectory import Output, read_meta
 
 
 @dataclass
@@ -74,18 +73,11 @@ class GenerateConfig:
         i, k = self.shard
         if not (k >= 1 and 0 <= i < k):
             raise ValueError(f"--shard must be i/K with 0 <= i < K, got {i}/{k}")
-        if self.resume and self.overwrite:
-            raise ValueError("--resume and --overwrite exclude each other")
         if self.out is None:
             suffix = f".shard{i}of{k}" if k > 1 else ""
             self.out = Path("out") / f"{self.env_id}.motionplanning.{self.control_mode}{suffix}.h5"
         self.out = Path(self.out)
-        _check_writable(self.out)
-        if not self.overwrite:
-            if sidecar_path(self.out).exists() and not self.out.exists():
-                raise ValueError(f"{sidecar_path(self.out)} exists without {self.out.name}: pass --overwrite to replace it")
-            if self.out.exists() and not self.resume:
-                raise ValueError(f"{self.out} exists: pass --resume to continue it or --overwrite to replace it")
+        Output.check(self.out, self.resume, self.overwrite, whole=False)
 
     @property
     def env_kwargs(self) -> dict:
@@ -108,51 +100,6 @@ def versions() -> dict[str, str]:
         except metadata.PackageNotFoundError:
             pass
     return out
-
-
-def _check_writable(out: Path) -> None:
-    if out.suffix != ".h5":
-        raise ValueError(f"--out must name an .h5 file (its JSON sidecar goes beside it), got {out}")
-    if out.is_dir():
-        raise ValueError(f"--out {out} is a directory")
-    ancestor = out.parent
-    while not ancestor.exists():
-        ancestor = ancestor.parent
-    if not ancestor.is_dir():
-        raise ValueError(f"cannot write {out}: {ancestor} is not a directory")
-    try:
-        tempfile.TemporaryFile(dir=ancestor).close()
-    except OSError as e:
-        raise ValueError(f"cannot write {out}: {ancestor} is not writable ({e.strerror})") from None
-
-
-def pending_path(out: Path) -> Path:
-    """Where an --overwrite run writes until it is complete."""
-    return out.with_name(out.stem + ".pending" + out.suffix)
-
-
-def remove_trajectory(path: Path) -> None:
-    """Removes a trajectory file, its sidecar and any unfinished segments."""
-    for p in (path, sidecar_path(path), path.with_name(path.name + ".tmp")):
-        p.unlink(missing_ok=True)
-    parts = parts_dir(path)
-    if parts.is_dir():
-        for p in parts.iterdir():
-            p.unlink()
-        parts.rmdir()
-
-
-def _target(cfg: GenerateConfig) -> tuple[Path, bool]:
-    """(the file this run writes, whether it continues it)."""
-    pending = pending_path(cfg.out)
-    if cfg.resume:
-        if pending.exists():
-            return pending, True
-        return cfg.out, cfg.out.exists()
-    if cfg.overwrite and (cfg.out.exists() or sidecar_path(cfg.out).exists()):
-        remove_trajectory(pending)  # left by an earlier interrupted overwrite
-        return pending, False
-    return cfg.out, False
 
 
 def _check_resumable(cfg: GenerateConfig, path: Path) -> None:
@@ -191,9 +138,9 @@ def generate(cfg: GenerateConfig, on_progress: Callable[[Progress], None] | None
     num_envs attempts go to the workers (local processes or Ray actors); results are committed in
     attempt order, one commit per batch, so the file does not depend on which worker was first.
     The file is opened before the workers start, so a file problem shows at once."""
-    target, resume = _target(cfg)
-    if resume:
-        _check_resumable(cfg, target)
+    output = Output.plan(cfg.out, cfg.resume, cfg.overwrite, whole=False)
+    if output.resume:
+        _check_resumable(cfg, output.path)
     meta = {
         "env_info": {"env_id": cfg.env_id, "env_kwargs": cfg.env_kwargs, "max_episode_steps": cfg.env_kwargs.get("max_episode_steps", TASKS[cfg.env_id].default_max_episode_steps)},
         "source_type": "motionplanning",
@@ -202,7 +149,7 @@ def generate(cfg: GenerateConfig, on_progress: Callable[[Progress], None] | None
         "versions": versions(),
     }
     i, k = cfg.shard
-    writer = TrajectoryWriter(target, meta, resume=resume)
+    writer = output.writer(meta)
     workers = None
     complete = False
     try:
@@ -259,10 +206,5 @@ def generate(cfg: GenerateConfig, on_progress: Callable[[Progress], None] | None
     finally:
         if workers is not None:
             workers.close()
-        writer.close()
-        if writer.num_episodes == 0 and not resume:
-            remove_trajectory(target)  # nothing made: leave nothing behind
-    if complete and target != cfg.out:  # an --overwrite run: the new file replaces the old one now
-        os.replace(target, cfg.out)
-        os.replace(sidecar_path(target), sidecar_path(cfg.out))
+        output.finish(writer, complete)  # an --overwrite run's file replaces the old one once complete
     return progress

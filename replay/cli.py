@@ -5,7 +5,7 @@
                    [--overwrite | --resume] [--executor local|ray [--address ADDR]]
     replay split FILE --val 0.1 [--seed 0] [--out-dir DIR]
     replay subset FILE OUT [--count K] [--success-only]
-    replay merge OUT IN [IN ...]
+    replay merge OUT IN [IN ...] [--overwrite]
     replay export FILE --format lerobot --out DIR [--fps F] [--task TEXT] [--video] [--camera NAME ...]
                   [--overwrite]
 
@@ -43,8 +43,8 @@ def _parser() -> argparse.ArgumentParser:
                         "(target mode's action units, arm only) and keep the noise-free corrective actions as "
                         "expert_actions, which policies train on (default 0: none)")
     c.add_argument("--noise-seed", type=int, default=0, help="seed of --action-noise (default 0)")
-    c.add_argument("--overwrite", action="store_true", help="replace an existing output (or an interrupted one's OUT.part.h5)")
-    c.add_argument("--resume", action="store_true", help="continue an interrupted conversion (its OUT.part.h5)")
+    c.add_argument("--overwrite", action="store_true", help="replace an existing output (or an interrupted one's OUT.pending.h5)")
+    c.add_argument("--resume", action="store_true", help="continue an interrupted conversion (its OUT.pending.h5)")
     c.add_argument("--no-progress", action="store_true", help="no progress bar")
     c.add_argument("--executor", default="local", help="local (worker processes on this machine, default) or ray "
                                                        '(Ray actors on a cluster; pip install -e ".[ray]")')
@@ -62,6 +62,7 @@ def _parser() -> argparse.ArgumentParser:
     m = sub.add_parser("merge", help="join files of one task and control mode, renumbering episodes")
     m.add_argument("out", type=Path)
     m.add_argument("inputs", type=Path, nargs="+")
+    m.add_argument("--overwrite", action="store_true", help="replace an existing OUT")
     e = sub.add_parser("export", help="the episodes as a dataset of another library's format (LeRobot v3.0)")
     e.add_argument("file", type=Path, help="input trajectory .h5 (never modified)")
     e.add_argument("--format", choices=["lerobot"], default="lerobot", help="output format (default lerobot: LeRobot dataset v3.0)")
@@ -131,7 +132,7 @@ def _convert(args) -> int:
 
 
 def _split(args) -> int:
-    from replay.subsets import split_file
+    from replay.trajectory import split_file
 
     train, val, n_train, n_val = split_file(args.file, args.val, args.seed, args.out_dir)
     print(f"{train}: {n_train} episodes\n{val}: {n_val} episodes")
@@ -139,26 +140,19 @@ def _split(args) -> int:
 
 
 def _subset(args) -> int:
-    from replay.subsets import subset_file
+    from replay.trajectory import subset_file
 
-    _check_out(args.out, [args.file])
     n = subset_file(args.file, args.out, args.count, args.success_only)
     print(f"{args.out}: {n} episodes")
     return 0
 
 
 def _merge(args) -> int:
-    from replay.ops import merge_files
+    from replay.trajectory import merge_files
 
-    _check_out(args.out, args.inputs)
-    n = merge_files(args.inputs, args.out)
+    n = merge_files(args.inputs, args.out, args.overwrite)
     print(f"{args.out}: {n} episodes from {len(args.inputs)} files")
     return 0
-
-
-def _check_out(out: Path, inputs: list[Path]) -> None:
-    if out.resolve() in {p.resolve() for p in inputs}:
-        raise ValueError("the output must not be one of the inputs")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -28,7 +28,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from replay.trajectory import Episode, TrajectoryError, TrajectoryFile
+from replay.trajectory import Episode, TrajectoryError, TrajectoryFile, fsync_file
 from replay.video import AV1_MP4, FfmpegWriter
 
 CODEBASE_VERSION = "v3.0"
@@ -176,14 +176,6 @@ def _json_stats(stats: dict[str, dict[str, np.ndarray]]) -> dict:
 
 
 # ---- writers ------------------------------------------------------------------------------------
-
-
-def _fsync(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 class _VideoWriter:
@@ -423,7 +415,7 @@ class _Exporter:
         self._write_meta()
         for p in self.root.rglob("*"):
             if p.is_file():
-                _fsync(p)
+                fsync_file(p)
         return ExportReport(self.root, len(self.episodes), self.frames, self.fps, list(self.features), len(self.traj.episodes) - len(ids))
 
     def _arrays(self, e: Episode, eid: int) -> dict[str, np.ndarray]:

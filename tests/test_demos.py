@@ -23,10 +23,10 @@ import numpy as np
 import pytest
 
 from demos.cli import main
-from demos.generate import GenerateConfig, generate, pending_path
+from demos.generate import GenerateConfig, generate
 from demos.solutions import SOLUTIONS
 from envs.core.registry import env_ids
-from replay.trajectory import Episode, TrajectoryError, TrajectoryFile, TrajectoryWriter, parts_dir, read_meta, sidecar_path
+from replay.trajectory import Episode, TrajectoryError, TrajectoryFile, TrajectoryWriter, parts_dir, pending_path, read_meta, sidecar_path
 from replay.verify import fresh_env, record_replay, verify_file
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import shutil
 from pathlib import Path
 
@@ -33,9 +34,7 @@ from replay.control import (
     tracker,
 )
 from replay.convert import ConvertConfig, run
-from replay.ops import merge_files
-from replay.subsets import split_file, subset_file
-from replay.trajectory import Episode, TrajectoryError, TrajectoryFile, TrajectoryWriter, read_meta
+from replay.trajectory import Episode, TrajectoryError, TrajectoryFile, TrajectoryWriter, merge_files, read_meta, split_file, subset_file
 from replay.verify import verify_file
 
 N_DEMOS = 4
@@ -308,6 +307,42 @@ def test_split_subset_merge_keep_metadata(demos, tmp_path):
     assert verify_file(sub)[0] == 2
 
 
+def test_one_merge_behind_both_commands(demos, tmp_path, capsys):
+    """`replay merge` and `demos merge` are one merge: OUT must be *.h5 and no input, an existing
+    OUT needs --overwrite, inputs must share format version, env id and env kwargs."""
+    from demos.cli import main as demos_main
+
+    a = _copy(demos, tmp_path / "a.h5")
+    older = _copy(demos, tmp_path / "older.h5")
+    meta = read_meta(demos)
+    meta["format_version"] = 1
+    older.with_suffix(".json").write_text(json.dumps(meta))
+    out = tmp_path / "m.h5"
+    for command in (main, demos_main):
+        assert command(["merge", str(out), str(a), str(demos)]) == 0 and len(read_meta(out)["episodes"]) == 2 * N_DEMOS
+        capsys.readouterr()
+        for argv, says in ((["merge", str(out), str(a)], "--overwrite"), (["merge", str(tmp_path / "m.txt"), str(a)], ".h5"),
+                           (["merge", str(a), str(a), str(demos)], "must not be one of the inputs"),
+                           (["merge", str(tmp_path / "n.h5"), str(a), str(older)], "format version 1 vs 2")):
+            assert command(argv) == 2, argv
+            assert says in capsys.readouterr().err, argv
+        assert command(["merge", str(out), str(a), "--overwrite"]) == 0 and len(read_meta(out)["episodes"]) == N_DEMOS
+        out.unlink()
+        out.with_suffix(".json").unlink()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.h5", "a.json", "older.h5", "older.json"]
+
+
+def test_only_the_trajectory_package_knows_the_hdf5_layout():
+    """One owner of the file format: no other module of the product imports h5py or names an
+    episode group."""
+    root = Path(__file__).resolve().parents[1]
+    owner = root / "replay" / "trajectory"
+    layout = re.compile(r"^\s*(?:import|from) h5py\b|traj_\{|[\"']traj_", re.M)
+    found = [str(p.relative_to(root)) for pkg in ("envs", "demos", "replay", "policies") for p in sorted((root / pkg).rglob("*.py"))
+             if owner not in p.parents and layout.search(p.read_text())]
+    assert found == []
+
+
 def test_cli_convert_and_split(demos, tmp_path, capsys):
     src = _copy(demos, tmp_path / "in.h5")
     assert main(["convert", str(src), "--control", "pd_ee_delta_pose", "--count", "2", "--no-progress"]) == 0
@@ -418,7 +453,7 @@ def test_interrupted_conversion_resumes_without_duplicates_or_gaps(demos, tmp_pa
     monkeypatch.setattr(convert, "_run_batches", interrupted)
     argv = ["convert", str(demos), "--control", "pd_ee_delta_pose", "--num-envs", "1", "--out", str(out), "--no-progress"]
     assert main(argv) == 130 and "continue with --resume" in capsys.readouterr().err
-    part = tmp_path / "out.part.h5"
+    part = tmp_path / "out.pending.h5"
     assert not out.exists() and len(read_meta(part)["episodes"]) == 2
     assert main(argv) == 2 and "pass --resume" in capsys.readouterr().err  # not overwritten by accident
     assert main(argv + ["--resume", "--control", "pd_ee_delta_pos"]) == 2  # other settings: refused
@@ -465,7 +500,8 @@ def test_images_compressed_where_rendered_read_back_identical(tmp_path):
     size and layout as when h5py compresses them itself."""
     import h5py
 
-    from replay.trajectory import CompressedImages, _write_tree, precompress
+    from replay.trajectory import CompressedImages, precompress
+    from replay.trajectory.layout import write_tree
 
     rng = np.random.default_rng(0)
     tree = {"sensor_data": {"c": {"rgb": rng.integers(0, 255, (9, 24, 32, 3), dtype=np.uint8),
@@ -476,7 +512,7 @@ def test_images_compressed_where_rendered_read_back_identical(tmp_path):
     assert isinstance(packed["sensor_data"]["c"]["depth"], CompressedImages) and isinstance(packed["agent"]["qpos"], np.ndarray)
     for name, t in (("plain", tree), ("packed", packed)):
         with h5py.File(tmp_path / f"{name}.h5", "w") as f:
-            _write_tree(f.create_group("obs"), t, compress=True)
+            write_tree(f.create_group("obs"), t, compress=True)
     with h5py.File(tmp_path / "plain.h5") as a, h5py.File(tmp_path / "packed.h5") as b:
         for path in ("sensor_data/c/rgb", "sensor_data/c/depth", "pointcloud/rgb", "pointcloud/xyzw", "agent/qpos"):
             x, y = a["obs"][path], b["obs"][path]
