@@ -18,42 +18,82 @@ from collections import Counter
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
-from typing import Callable
+from typing import Annotated, Callable
+
+import tyro
 
 from demos.solutions import solution_for
 from demos.workers import GenerationJob
 from envs.core.registry import TASKS, check_env_id
+from envs.robots.base import robot_family
 from envs.executor import Lost, make_pool, parse_executor
 from envs.modes import ControlMode, ObsMode, parse_mode
 from replay.trajectory import Output, read_meta
 
 
+def _shard(text: str) -> tuple[int, int]:
+    i, sep, k = text.partition("/")
+    try:
+        return int(i), int(k)
+    except ValueError:
+        raise ValueError(f"expected i/K, e.g. 0/4, got {text!r}") from None
+
+
+_SHARD = tyro.constructors.PrimitiveConstructorSpec(  # `--shard 0/4` on the command line
+    nargs=1, metavar="i/K", instance_from_str=lambda a: _shard(a[0]),
+    is_instance=lambda x: isinstance(x, tuple), str_from_instance=lambda t: [f"{t[0]}/{t[1]}"])
+
+
 @dataclass
 class GenerateConfig:
-    task: str
+    """`demos generate TASK --n N`: the fields are the command's flags (demos/cli.py)."""
+
+    task: Annotated[str, tyro.conf.Positional, tyro.conf.arg(metavar="TASK")]
+    """task id, e.g. PickCube or PickCube-v1"""
     n: int
-    out: Path | None = None
+    """demonstrations to save"""
+    out: Annotated[Path | None, tyro.conf.arg(metavar="PATH", help_behavior_hint="(default: out/TASK.motionplanning.CONTROL.h5)")] = None
+    """output .h5"""
     seed: int = 0
+    """first seed"""
     num_envs: int = 16
-    workers: int | None = 2  # None: one per CPU (of this machine, or of the Ray cluster)
+    """envs run together in one batch"""
+    workers: Annotated[int | None, tyro.conf.arg(metavar="INT", default=None, help_behavior_hint="(default: one per CPU of this machine, or of the Ray cluster)")] = 2
+    """generation workers, each with its env and planner (None: one per CPU)"""
     control_mode: str = "pd_joint_pos"
+    """control mode of the recorded actions (pd_joint_pos; other modes by `replay convert`)"""
     obs_mode: str = "none"
-    robot_uids: str | None = None  # None: the first robot the task's solution supports
+    """obs mode recorded: none or state (render images later with `replay convert`)"""
+    robot_uids: Annotated[str | None, tyro.conf.arg(metavar="UID", help_behavior_hint="(default: the first robot the task's solution supports)")] = None
+    """robot (`demos list` shows each task's robots)"""
     only_success: bool = True
+    """keep successes only (--no-only-success: save failed attempts too)"""
     resume: bool = False
+    """continue an interrupted run's file"""
     overwrite: bool = False
-    shard: tuple[int, int] = (0, 1)
+    """replace an existing file"""
+    shard: Annotated[tuple[int, int], _SHARD] = (0, 1)
+    """i/K: this machine's part of the seed space"""
     hold: int = 1
+    """end an episode once the task has succeeded this many steps in a row (1: at first success);
+    a longer hold shows policies how to stay at the goal"""
     speed: float = 1.0
-    executor: str = "local"  # local processes or ray (envs/executor.py)
-    address: str | None = None  # the Ray cluster's address (default: a local Ray started for the run)
+    """planned motions' speed as a fraction of the planner's joint limits (2 rad/s, 5 rad/s^2);
+    slower demos have more, smaller steps"""
+    max_episode_steps: int = 0
+    """step limit of the recording env (0: the solution's, else the task's); slow or long-holding
+    demos need more than the task's"""
+    executor: str = "local"
+    """local (worker processes on this machine) or ray (Ray actors on a cluster; pip install -e ".[ray]")"""
+    address: Annotated[str | None, tyro.conf.arg(metavar="ADDR", help_behavior_hint="(default: a local Ray started for the run)")] = None
+    """the Ray cluster to join, e.g. HEAD:6379"""
 
     def __post_init__(self) -> None:
         self.env_id = check_env_id(self.task)
         self.solution = solution_for(self.env_id)
         if self.robot_uids is None:
             self.robot_uids = self.solution.robots[0]
-        if self.robot_uids not in self.solution.robots:
+        if robot_family(self.robot_uids) not in self.solution.robots:  # panda_wristcam plans as a panda
             raise ValueError(f"{self.env_id}'s solution supports robots: {', '.join(self.solution.robots)}")
         if self.n <= 0:
             raise ValueError(f"--n must be a positive number of demonstrations, got {self.n}")
@@ -62,14 +102,16 @@ class GenerateConfig:
         self.executor_kind = parse_executor(self.executor, self.address)
         if self.hold < 1:
             raise ValueError(f"--hold must be at least 1 step, got {self.hold}")
+        if self.max_episode_steps < 0:
+            raise ValueError(f"--max-episode-steps must be >= 0, got {self.max_episode_steps}")
         if not 0.05 <= self.speed <= 1.0:
             raise ValueError(f"--speed must be in [0.05, 1] (a fraction of the planner's joint speed limits), got {self.speed}")
         mode = parse_mode(ControlMode, self.control_mode, "control mode")
         if mode is not ControlMode.PD_JOINT_POS:
-            raise ValueError("demos are generated in pd_joint_pos; convert them with `replay convert --control ...`")
+            raise ValueError("demos are generated in pd_joint_pos; convert them with `replay convert --control-mode ...`")
         obs = parse_mode(ObsMode, self.obs_mode, "obs mode")
         if obs not in (ObsMode.NONE, ObsMode.STATE):
-            raise ValueError("--obs-mode must be none or state here; render images with `replay convert --obs ...`")
+            raise ValueError("--obs-mode must be none or state here; render images with `replay convert --obs-mode ...`")
         i, k = self.shard
         if not (k >= 1 and 0 <= i < k):
             raise ValueError(f"--shard must be i/K with 0 <= i < K, got {i}/{k}")
@@ -84,11 +126,13 @@ class GenerateConfig:
         """Stored in the file: replays build their envs with them. Isolated physics makes an
         episode's replay bit-identical whatever batch it runs in; on a shared PhysX system its
         place and neighbours move the last bits, which a grasp amplifies. A solution that needs
-        longer episodes than the task's default stores its own limit."""
+        longer episodes than the task's default stores its own limit; so do slow or long-holding
+        demos given --max-episode-steps."""
         kwargs = {"obs_mode": self.obs_mode, "control_mode": self.control_mode, "robot_uids": self.robot_uids,
                   "physics": {"isolated": True}}
-        if self.solution.max_episode_steps is not None:
-            kwargs["max_episode_steps"] = self.solution.max_episode_steps
+        steps = self.max_episode_steps or self.solution.max_episode_steps
+        if steps is not None:
+            kwargs["max_episode_steps"] = steps
         return kwargs
 
 

@@ -144,9 +144,9 @@ def describe(obs: Any, actions: np.ndarray, cfg: DatasetConfig) -> ObsSpec:
                              "for named entries use dataset.obs_mode state_dict)")
         return ObsSpec(mode.value, int(np.shape(obs)[-1]), int(actions.shape[-1]))
     if mode is ObsMode.STATE_DICT and not isinstance(obs, dict):
-        raise ValueError("dataset.obs_mode state_dict needs observations with named entries (replay convert --obs state_dict)")
+        raise ValueError("dataset.obs_mode state_dict needs observations with named entries (replay convert --obs-mode state_dict)")
     if mode.visual and (not isinstance(obs, dict) or not _camera_tree(obs)):
-        raise ValueError(f"dataset.obs_mode {mode.value} needs camera observations in the data (replay convert --obs {mode.value})")
+        raise ValueError(f"dataset.obs_mode {mode.value} needs camera observations in the data (replay convert --obs-mode {mode.value})")
     derived = tuple(cfg.derived)
     leaves = with_derived(_state_leaves(obs), derived)
     paths = _paths(leaves, tuple(cfg.state_keys) + tuple(f"derived/{n}" for n in derived))

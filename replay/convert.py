@@ -25,7 +25,9 @@ import math
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Annotated, Any, Callable, Iterator
+
+import tyro
 
 from envs.core.registry import check_env_id
 from envs.executor import Executor, Lost, make_pool, parse_executor
@@ -39,23 +41,39 @@ POSITION_SOURCES = tuple(m for m in CONVERTIBLE if m is not ControlMode.PD_JOINT
 
 @dataclass
 class ConvertConfig:
-    file: Path
-    obs: str | None = None  # default: the source's obs mode
-    control: str | None = None  # default: the source's control mode
-    out: Path | None = None  # default: beside the input, named by obs and control mode
-    num_envs: int | None = None  # episodes per batch (default 64, 16 for camera modes)
-    workers: int | None = 1  # None: one per CPU of the Ray cluster (per render slot for camera modes)
-    count: int | None = None  # the first `count` episodes only
+    file: Annotated[Path, tyro.conf.Positional, tyro.conf.arg(metavar="FILE")]
+    """input trajectory .h5 (never modified)"""
+    obs: Annotated[str | None, tyro.conf.arg(name="obs-mode", metavar="MODE", help_behavior_hint="(default: the input's)",
+                                             help="obs mode: " + ", ".join(m.value for m in ObsMode))] = None
+    control: Annotated[str | None, tyro.conf.arg(name="control-mode", metavar="MODE", help_behavior_hint="(default: the input's)",
+                                                 help="control mode to convert to: " + ", ".join(m.value for m in CONVERTIBLE))] = None
+    out: Annotated[Path | None, tyro.conf.arg(metavar="PATH", help_behavior_hint="(default: FILE's name + .OBS.CONTROL.h5, beside it)")] = None
+    """output .h5"""
+    num_envs: Annotated[int | None, tyro.conf.arg(metavar="INT", help_behavior_hint="(default: 64; 16 for camera modes)")] = None
+    """episodes converted at once in one batched env"""
+    workers: Annotated[int | None, tyro.conf.arg(metavar="INT", help_behavior_hint="(default: 1; with --executor ray, one per CPU of the cluster)")] = 1
+    """workers, each converting batches"""
+    count: Annotated[int | None, tyro.conf.arg(metavar="K", help_behavior_hint="(default: every episode)")] = None
+    """convert only the first K episodes"""
     use_env_states: bool = False
+    """obs-only conversion: trust the recorded states, skip checking that the actions replay to success"""
     allow_failure: bool = False
-    cam_width: int | None = None
-    cam_height: int | None = None
+    """also write episodes whose conversion failed (marked unsuccessful)"""
+    cam_width: Annotated[int | None, tyro.conf.arg(metavar="W", help_behavior_hint="(default: the input's cameras)")] = None
+    """camera image width (camera obs modes)"""
+    cam_height: Annotated[int | None, tyro.conf.arg(metavar="H", help_behavior_hint="(default: the input's cameras)")] = None
+    """camera image height (camera obs modes)"""
     overwrite: bool = False
-    resume: bool = False  # continue the OUT.pending.h5 of an interrupted conversion
-    limits: ConvertLimits = field(default_factory=ConvertLimits)
+    """replace an existing output (or an interrupted one's OUT.pending.h5)"""
+    resume: bool = False
+    """continue an interrupted conversion (its OUT.pending.h5)"""
+    limits: tyro.conf.Suppress[ConvertLimits] = field(default_factory=ConvertLimits)
     noise: ActionNoise = field(default_factory=ActionNoise)
-    executor: str = "local"  # local processes or ray (envs/executor.py)
-    address: str | None = None  # the Ray cluster's address (default: a local Ray started for the run)
+    """DART-style perturbed conversion (replay/control.py ActionNoise)"""
+    executor: str = "local"
+    """local (worker processes on this machine) or ray (Ray actors on a cluster; pip install -e ".[ray]")"""
+    address: Annotated[str | None, tyro.conf.arg(metavar="ADDR", help_behavior_hint="(default: a local Ray started for the run)")] = None
+    """the Ray cluster to join, e.g. HEAD:6379"""
 
     def __post_init__(self) -> None:
         self.executor_kind = parse_executor(self.executor, self.address)
@@ -81,7 +99,7 @@ class ConvertConfig:
             if self.use_env_states:
                 raise ValueError("--use-env-states applies to observation-only conversion (a control conversion replays its actions)")
         elif self.noise.std > 0:
-            raise ValueError("--action-noise needs a control conversion: give --control other than the source's "
+            raise ValueError("--action-noise needs a control conversion: give --control-mode other than the source's "
                              f"({self.source_control.value})")
         if self.num_envs is None:
             self.num_envs = 16 if self.obs_mode.visual else 64
@@ -224,12 +242,14 @@ def convert_episodes(cfg: ConvertConfig, ids: list[int], on_done: Callable[[int]
 
 
 def _make(cfg: ConvertConfig, obs_mode: ObsMode, episodes: list):
-    """A batched env with one env per episode, each built as its episode was (`batch_env_kwargs`)."""
+    """A batched env with one env per episode, each built as its episode was (`batch_env_kwargs`),
+    with the file's time limit."""
     import gymnasium as gym
 
     import envs  # noqa: F401  (registers)
 
-    return gym.make(cfg.env_id, num_envs=len(episodes), **cfg.env_kwargs(obs_mode), **batch_env_kwargs(episodes))
+    kwargs = {"max_episode_steps": cfg.meta["env_info"].get("max_episode_steps"), **cfg.env_kwargs(obs_mode)}
+    return gym.make(cfg.env_id, num_envs=len(episodes), **kwargs, **batch_env_kwargs(episodes))
 
 
 @dataclass(frozen=True)
