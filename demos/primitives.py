@@ -338,15 +338,37 @@ def pick(grasp: Target, clearance: float = 0.06) -> tuple[Stage, ...]:
     )
 
 
-def push(obj: str, goal: Value, contact: Value, hover: float = 0.05, overshoot: float = 0.0) -> tuple[Stage, ...]:
+def push(
+    obj: str, goal: Value, contact: Value, hover: float = 0.05, overshoot: float = 0.0,
+    lean: tuple[float, float] | None = None,
+) -> tuple[Stage, ...]:
     """Closed fingers lowered at `contact` (k, 3), then moved along the table by the object's
-    offset to its goal (plus `overshoot` m): pushes and pulls alike."""
+    offset to its goal (plus `overshoot` m): pushes and pulls alike. `lean` (reach m, degrees):
+    where the object would end farther than `reach` from the robot's base, the hand leans by
+    `degrees` into the push (fingertips ahead of the wrist), which keeps the wrist back within
+    the arm's reach at table height."""
 
     def direction(env, idx):
         return goal(env, idx) - position_of(obj)(env, idx)
 
     def above(env, idx):
         return contact(env, idx) + torch.tensor([0.0, 0.0, hover])
+
+    def posture(target: Target) -> Target:
+        if lean is None:
+            return target
+        reach, degrees = lean
+        leaned = tilted(target, degrees, direction)
+
+        def value(env, idx, adapter):
+            d = direction(env, idx)
+            d[:, 2] = 0
+            length = d.norm(dim=1, keepdim=True).clamp_min(1e-6)
+            end = position_of(obj)(env, idx) + d * (1 + overshoot / length)
+            far = (end[:, :2] - env.agent.root_pose[idx, :2]).norm(dim=1) > reach
+            return torch.where(far[:, None], leaned(env, idx, adapter), target(env, idx, adapter))
+
+        return value
 
     def through(env, idx, adapter):
         tcp = env.agent.tcp_pose[idx].clone()
@@ -357,8 +379,8 @@ def push(obj: str, goal: Value, contact: Value, hover: float = 0.05, overshoot: 
         return tcp
 
     return (
-        MoveTo("reach", facing(direction, above), CLOSED),
-        MoveTo("lower", facing(direction, contact), CLOSED, screw_only=True),
+        MoveTo("reach", posture(facing(direction, above)), CLOSED),
+        MoveTo("lower", posture(facing(direction, contact)), CLOSED, screw_only=True),
         MoveTo("push", through, CLOSED, screw_only=True),
     )
 
