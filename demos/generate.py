@@ -64,7 +64,7 @@ class GenerateConfig:
     """control mode of the recorded actions (pd_joint_pos; other modes by `replay convert`)"""
     obs_mode: str = "none"
     """obs mode recorded: none or state (render images later with `replay convert`)"""
-    robot_uids: str = "panda"
+    robot_uids: Annotated[str | None, tyro.conf.arg(metavar="UID", help_behavior_hint="(default: the first robot the task's solution supports)")] = None
     """robot (`demos list` shows each task's robots)"""
     only_success: bool = True
     """keep successes only (--no-only-success: save failed attempts too)"""
@@ -91,6 +91,8 @@ class GenerateConfig:
     def __post_init__(self) -> None:
         self.env_id = check_env_id(self.task)
         self.solution = solution_for(self.env_id)
+        if self.robot_uids is None:
+            self.robot_uids = self.solution.robots[0]
         if robot_family(self.robot_uids) not in self.solution.robots:  # panda_wristcam plans as a panda
             raise ValueError(f"{self.env_id}'s solution supports robots: {', '.join(self.solution.robots)}")
         if self.n <= 0:

@@ -34,6 +34,7 @@ class GraspAdapter:
 ADAPTERS: dict[str, GraspAdapter] = {
     "panda": GraspAdapter((1.0, 0.0, 0.0, 0.0), 0.08),
     "ur5e": GraspAdapter((1.0, 0.0, 0.0, 0.0), 0.085),
+    "panda_stick": GraspAdapter((1.0, 0.0, 0.0, 0.0), 0.0),  # no gripper: its TCP is the stick's tip
 }
 
 

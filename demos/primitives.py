@@ -426,3 +426,25 @@ def insert(
         stages += [Grip("steady", CLOSED, steps=steady), MoveTo(f"re-aim {k + 1}", place_at(obj, before(d)), CLOSED, True, v)]
     stages += [Grip("steady", CLOSED, steps=steady), MoveTo("insert", place_at(obj, before(0.0)), CLOSED, True, speed)]
     return tuple(stages)
+
+
+def tip_at(point: Value) -> Target:
+    """Target: the TCP at point(env, idx) (k, 3), oriented as at the robot's rest keyframe (a
+    stick's tip pointing down)."""
+    return lambda env, idx, adapter: torch.cat((point(env, idx), rest_tcp_q(env, idx)), 1)
+
+
+def draw_through(points: str, count: int, closed: bool, height: float, hover: float = 0.05) -> tuple[Stage, ...]:
+    """A drawing stick's tip above vertex 0 of `env.<points>` (N, V, 3), lowered to `height` m
+    above it, then straight from vertex to vertex through the first `count` (back to vertex 0
+    when `closed`), `height` m above them; the arm holds no gripper, so the gripper value is unused."""
+
+    def vertex(k: int, dz: float) -> Value:
+        return lambda env, idx: getattr(env, points)[idx, k] + torch.tensor([0.0, 0.0, dz])
+
+    order = list(range(1, count)) + ([0] if closed else [])
+    return (
+        MoveTo("reach", tip_at(vertex(0, hover)), OPEN),
+        MoveTo("lower", tip_at(vertex(0, height)), OPEN, screw_only=True),
+        *(MoveTo(f"draw to {k}", tip_at(vertex(k, height)), OPEN, screw_only=True) for k in order),
+    )

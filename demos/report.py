@@ -21,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
+from envs.robots import get_robot, robot_uids
 from replay.lerobot import get_path, rgb_paths
 from replay.trajectory import Episode, TrajectoryFile
 from replay.video import VP9_WEBM, encode
@@ -118,10 +119,11 @@ def plot_lengths(eps: list[EpisodeSummary]) -> str:
     return _png(fig)
 
 
-def arm_dims(action_dim: int, robots: int) -> list[int]:
-    """Action dimensions without each robot's last one (its gripper)."""
+def arm_dims(action_dim: int, robots: int, gripper: bool = True) -> list[int]:
+    """Action dimensions without each robot's last one (its gripper); all of them for robots
+    without a gripper."""
     per = action_dim // max(robots, 1)
-    if per <= 1:
+    if per <= 1 or not gripper:
         return list(range(action_dim))
     return [d for d in range(action_dim) if d % per != per - 1]
 
@@ -332,12 +334,14 @@ def _page(traj: TrajectoryFile, videos: int) -> str:
 
     parts.append("<h2>Actions</h2>")
     adim = eps[0].actions.shape[1]
-    dims = arm_dims(adim, len(robots) if isinstance(robots, list) else 1)
+    uids = robots if isinstance(robots, list) else [robots]
+    gripper = all(get_robot(u).has_gripper for u in uids if u in robot_uids())
+    dims = arm_dims(adim, len(uids), gripper)
     delta = "delta" in str(control) or "vel" in str(control)
     what = ("the norm of each step's arm action" if delta else
             "the norm of each step's change of the arm's target (absolute targets: the action itself is a position)")
-    parts.append(f"<p>Per step, {what}; the gripper dimension{'s' if len(robots) > 1 and isinstance(robots, list) else ''} "
-                 f"left out. Action dims: {adim}, control mode {esc(str(control))}.</p>")
+    left_out = f"; the gripper dimension{'s' if len(uids) > 1 else ''} left out" if gripper else ""
+    parts.append(f"<p>Per step, {what}{left_out}. Action dims: {adim}, control mode {esc(str(control))}.</p>")
     parts.append(f"<figure><img alt='action size histogram' src='{plot_action_sizes(eps, dims, delta)}'></figure>")
     parts.append(f"<figure><img alt='action ranges' src='{plot_action_ranges(eps)}'></figure>")
 

@@ -97,6 +97,8 @@ class Runner:
     def _hold(self) -> torch.Tensor:
         """(N, A) pd_joint_pos actions that keep every robot where its targets are."""
         agent, ctrl = self.env.agent, self.env.controller
+        if ctrl.gripper is None:  # a robot without a gripper
+            return agent.targets[:, agent.arm].clone()
         grip = ctrl.gripper.from_target(agent.targets[:, agent.gripper[:1]])
         return torch.cat((agent.targets[:, agent.arm], grip), 1)
 
@@ -141,7 +143,8 @@ class Runner:
                 recs[i].failure = f"{stage.name}: {why}"
                 continue
             arm = torch.from_numpy(traj)
-            plans[i] = torch.cat((arm, torch.full((len(arm), 1), stage.gripper)), 1)
+            grip = torch.full((len(arm), 1 if env.controller.gripper is not None else 0), stage.gripper)
+            plans[i] = torch.cat((arm, grip), 1)
         return plans
 
     # ---- one batch --------------------------------------------------------------------------------

@@ -274,7 +274,8 @@ def convert_batch(
     dof, name, rows = agent.dof, agent.name, np.arange(n)
     lengths = np.array([e.length for e in padded])
     refs = _padded([reference_targets(e, name, agent.arm, dof) for e in padded])  # (N, T + 1, n_arm)
-    grips = _padded([e.actions[:, -1] for e in padded])  # (N, T) source gripper actions
+    g = base.controller.action_dim - base.controller.arm_dim  # gripper dims: 1, or 0 without a gripper
+    grips = _padded([e.actions[:, e.actions.shape[1] - g :] for e in padded])  # (N, T, g) source gripper actions
     q = torch.from_numpy(_padded([e.env_states["articulations"][name][:, 13 : 13 + dof] for e in padded])).double()
     root = agent.root_pose.double()[:, None].expand(n, q.shape[1], 7)
     src_tcp = pose_mul(root, agent.kinematics.tcp_pose(q[..., agent.arm].reshape(-1, len(agent.arm))).reshape(n, -1, 7))
@@ -301,7 +302,7 @@ def convert_batch(
     while not done.all():
         ref = torch.from_numpy(refs[rows, np.minimum(pos + 1, lengths)]).double()
         arm, hit = saturate(track.action(track.start(), ref).float(), mode)
-        grip = torch.from_numpy(grips[rows, np.minimum(pos, lengths - 1)]).float()[:, None]
+        grip = torch.from_numpy(grips[rows, np.minimum(pos, lengths - 1)]).float()  # (N, g)
         action = torch.cat((arm, grip), 1)
         if noisy:
             labels.append(action.numpy())

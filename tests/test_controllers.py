@@ -11,11 +11,12 @@ import torch
 from envs.controllers import ARM_CONTROLLERS
 from envs.core.pose import euler_xyz_to_quat, quat_angle, quat_mul, quat_to_euler_xyz
 from envs.modes import ControlMode
-from envs.robots import robot_family, robot_uids
+from envs.robots import get_robot, robot_family, robot_uids
 from tests.marks import fast_only, slow
 
 N = 2
-ROBOTS = [u for u in robot_uids() if robot_family(u) == u]  # variants share their family's controllers
+# variants share their family's controllers; the robot without a gripper: tests/test_drawing.py
+ROBOTS = [u for u in robot_uids() if robot_family(u) == u and get_robot(u).has_gripper]
 
 
 def _angle(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:

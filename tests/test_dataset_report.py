@@ -72,6 +72,7 @@ def test_report_of_maniskill_layout(tmp_path, pages):
 def test_report_helpers():
     assert arm_dims(8, 1) == list(range(7))  # the gripper (last) left out
     assert arm_dims(16, 2) == list(range(7)) + list(range(8, 15))
+    assert arm_dims(7, 1, gripper=False) == list(range(7))  # panda_stick: no gripper dim
     eps = [type("E", (), {"success": s, "length": 3, "episode_id": i}) for i, s in enumerate([1, 1, 1, 0, 0])]
     assert [e.episode_id for e in pick_video_episodes(eps, 3)] == [0, 3, 1]
 

@@ -32,6 +32,7 @@ from tests.marks import slow
 
 ROOT = Path(__file__).resolve().parents[1]
 TASKS = sorted(SOLUTIONS)
+QUICK = "LiftPegUpright-v1"  # the task of the tests of the commands themselves: short episodes, small states
 N = 2
 
 
@@ -163,7 +164,7 @@ def test_cli_list_info_verify(made, capsys):
     assert main(["list"]) == 0
     out = capsys.readouterr().out
     assert all(task in out for task in TASKS)
-    task = TASKS[0]
+    task = QUICK
     assert main(["info", str(made[task])]) == 0
     out = capsys.readouterr().out
     assert f"episodes    {N}  success 100.0%" in out and task in out and '"control_mode": "pd_joint_pos"' in out
@@ -270,8 +271,8 @@ def test_uncommitted_group_and_stale_sidecar(tmp_path):
 @slow
 def test_overwrite_keeps_the_old_file_until_the_new_one_is_complete(made, tmp_path, monkeypatch):
     out = tmp_path / "p.h5"
-    shutil.copy(made[TASKS[0]], out)
-    shutil.copy(sidecar_path(made[TASKS[0]]), sidecar_path(out))
+    shutil.copy(made[QUICK], out)
+    shutil.copy(sidecar_path(made[QUICK]), sidecar_path(out))
     before = _snapshot(out, sidecar_path(out))
 
     def broken(*a, **k):
@@ -279,14 +280,14 @@ def test_overwrite_keeps_the_old_file_until_the_new_one_is_complete(made, tmp_pa
 
     monkeypatch.setattr("demos.generate.make_pool", broken)
     with pytest.raises(RuntimeError):
-        generate(GenerateConfig(task=TASKS[0], n=1, out=out, overwrite=True, workers=1, num_envs=2))
+        generate(GenerateConfig(task=QUICK, n=1, out=out, overwrite=True, workers=1, num_envs=2))
     assert _snapshot(out, sidecar_path(out)) == before
     assert not pending_path(out).exists() and not sidecar_path(pending_path(out)).exists()
 
 
 @slow
 def test_shards_are_disjoint_and_merge_renumbers(made, tmp_path, capsys):
-    task = TASKS[0]
+    task = QUICK
     a, b = tmp_path / "a.h5", tmp_path / "b.h5"
     shutil.copy(made[task], b)  # b exists: shard 1 overwrites it
     shutil.copy(sidecar_path(made[task]), sidecar_path(b))
@@ -327,7 +328,7 @@ def _retag(src: Path, dst: Path, **env_info) -> Path:
 @slow
 @pytest.mark.parametrize("change", [{"env_id": "PushCube-v1"}, {"control_mode": "pd_ee_delta_pose"}, {"obs_mode": "none"}])
 def test_merge_refuses_different_env_or_modes(made, tmp_path, capsys, change):
-    src = made[TASKS[0]]
+    src = made[QUICK]
     other = _retag(src, tmp_path / "other.h5", **change)
     out = tmp_path / "m.h5"
     assert main(["merge", str(out), str(src), str(other)]) == 2
@@ -401,13 +402,13 @@ def test_generate_bad_input_one_line(tmp_path, capsys, args, says):
 @slow
 def test_generate_refuses_an_existing_output(made, tmp_path, capsys):
     out = tmp_path / "p.h5"
-    shutil.copy(made[TASKS[0]], out)
-    shutil.copy(sidecar_path(made[TASKS[0]]), sidecar_path(out))
+    shutil.copy(made[QUICK], out)
+    shutil.copy(sidecar_path(made[QUICK]), sidecar_path(out))
     before = _snapshot(out, sidecar_path(out))
-    assert main(["generate", TASKS[0], "--n", "2", "--out", str(out)]) == 2
+    assert main(["generate", QUICK, "--n", "2", "--out", str(out)]) == 2
     assert "--resume" in _one_error_line(capsys) and _snapshot(out, sidecar_path(out)) == before
     merged = _retag(out, tmp_path / "q.h5", control_mode="pd_ee_delta_pose")
-    assert main(["generate", TASKS[0], "--n", "9", "--out", str(merged), "--resume"]) == 2  # other settings
+    assert main(["generate", QUICK, "--n", "9", "--out", str(merged), "--resume"]) == 2  # other settings
     assert "resume with the same settings" in _one_error_line(capsys)
 
 
@@ -420,9 +421,9 @@ def _foreign_files(tmp_path: Path, made: dict) -> dict[str, Path]:
         f["x"] = np.arange(3)
     files["text named .h5 with sidecar"] = tmp_path / "fake.h5"
     files["text named .h5 with sidecar"].write_text("hello")
-    shutil.copy(sidecar_path(made[TASKS[0]]), tmp_path / "fake.json")
+    shutil.copy(sidecar_path(made[QUICK]), tmp_path / "fake.json")
     files["truncated"] = tmp_path / "cut.h5"
-    data = made[TASKS[0]].read_bytes()
+    data = made[QUICK].read_bytes()
     files["truncated"].write_bytes(data[: len(data) // 2])
     files["foreign json"] = tmp_path / "other.h5"
     with h5py.File(files["foreign json"], "w") as f:
@@ -437,7 +438,7 @@ def _foreign_files(tmp_path: Path, made: dict) -> dict[str, Path]:
 def test_corrupt_or_foreign_files_one_line(made, tmp_path, capsys, command):
     for what, path in _foreign_files(tmp_path, made).items():
         out = tmp_path / "merged.h5"
-        args = {"info": ["info", str(path)], "verify": ["verify", str(path)], "merge": ["merge", str(out), str(made[TASKS[0]]), str(path)]}[command]
+        args = {"info": ["info", str(path)], "verify": ["verify", str(path)], "merge": ["merge", str(out), str(made[QUICK]), str(path)]}[command]
         assert main(args) == 2, what
         _one_error_line(capsys)
         assert not out.exists() and not (tmp_path / "merged.h5.tmp").exists(), what

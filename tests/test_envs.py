@@ -196,7 +196,7 @@ def test_truncation_at_max_episode_steps(make):
     [
         ({"obs_mode": "pixels"}, "unknown obs mode 'pixels'; allowed: state, state_dict, none, sensor_data, rgb"),
         ({"control_mode": "torque"}, "unknown control mode 'torque'; allowed: pd_joint_delta_pos, pd_joint_pos"),
-        ({"robot_uids": "ur10"}, "unknown robot 'ur10'; allowed: panda, panda_wristcam, ur5e"),
+        ({"robot_uids": "ur10"}, "unknown robot 'ur10'; allowed: panda, panda_stick, panda_wristcam, ur5e"),
         ({"sim_backend": "physx_cuda"}, "unknown sim backend 'physx_cuda'; allowed: physx_cpu"),
     ],
 )

@@ -1,6 +1,8 @@
 """Every registered robot: its files load in SAPIEN and mplib and agree with our kinematics, its
-gripper follows the convention the grasp detector and scripts rely on, and from its rest
-keyframe at the task's ROBOT_ROOT it reaches all of PickCube's workspace pointing down."""
+gripper (if it has one) follows the convention the grasp detector and scripts rely on, and from
+its rest keyframe at the task's ROBOT_ROOT it reaches all of PickCube's workspace pointing down.
+Each robot is built in PickCube-v1, or in the first task that supports it (panda_stick: a drawing
+task)."""
 
 import math
 
@@ -9,11 +11,18 @@ import pytest
 import torch
 
 from envs.core.pose import axis_angle_to_quat, quat_angle, quat_apply, quat_mul
-from envs.robots import get_robot, robot_uids
+from envs.core.registry import TASKS
+from envs.robots import get_robot, robot_family, robot_uids
 from envs.robots.kinematics import ChainKinematics
 from tests.marks import slow
 
 pytestmark = pytest.mark.parametrize("uid", robot_uids())
+
+
+def _task(uid: str) -> str:
+    """PickCube-v1 if it supports the robot, else the first task that does."""
+    ids = ["PickCube-v1"] + sorted(TASKS)
+    return next(e for e in ids if robot_family(uid) in TASKS[e].supported_robots and TASKS[e].num_robots == 1)
 
 
 def _kinematics(spec):
@@ -38,7 +47,7 @@ def test_fk_matches_physx_and_mplib(make, uid):
     import mplib
 
     spec = get_robot(uid)
-    env = make("PickCube-v1", num_envs=4, robot_uids=uid)
+    env = make(_task(uid), num_envs=4, robot_uids=uid)
     base = env.unwrapped
     agent = base.agent
     qpos = _random_qpos(spec, 4, seed=0).float()
@@ -65,6 +74,10 @@ def test_gripper_convention(uid):
     y = 0 when the finger joints are at zero (so gripper_opening is the gap between the pads), and
     the TCP lies between the pads along z."""
     spec = get_robot(uid)
+    if not spec.has_gripper:  # no gripper: no gripper joints, drive or range, and no gripper action
+        assert spec.gripper_joints == () and spec.gripper_drive is None and spec.gripper_limits is None
+        assert all(j.kind == "revolute" for j in spec.model.active_joints) and len(spec.arm_joints) == len(spec.active_joint_names)
+        return
     model = spec.model
     tcp = _zero_pose(model, spec.tcp_link)
     tcp_inv = np.linalg.inv(tcp)
@@ -84,7 +97,7 @@ def test_gripper_convention(uid):
 
 
 def test_rest_pose_points_down_above_the_workspace(make, uid):
-    env = make("PickCube-v1", num_envs=1, robot_uids=uid)
+    env = make(_task(uid), num_envs=1, robot_uids=uid)
     base = env.unwrapped
     agent = base.agent
     agent.reset_to(torch.tensor([agent.spec.rest_qpos]), torch.arange(1))
@@ -125,7 +138,7 @@ def test_pick_cube_workspace_reachable_from_rest(uid):
 def test_tcp_quaternion_is_continuous_around_gripper_down(make, uid):
     """The observed TCP quaternion keeps its sign while the gripper, pointing down (where w is
     about 0), tilts back and forth: a policy never sees q jump to -q."""
-    env = make("PickCube-v1", num_envs=2, robot_uids=uid, control_mode="pd_ee_delta_pose")
+    env = make(_task(uid), num_envs=2, robot_uids=uid, control_mode="pd_ee_delta_pose")
     env.reset(seed=0)
     agent = env.unwrapped.agent
     last = agent.tcp_pose[:, 3:].clone()

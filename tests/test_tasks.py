@@ -63,6 +63,17 @@ def _plug_charger(base):
     put(base, "charger", base.goal_pose())
 
 
+def _drawing(base):
+    """A dot on every reference point of the goal (the drawing tasks), through set_state_dict."""
+    state = base.get_state_dict()
+    ref = base.reference_xy  # (N, R, 2)
+    for k in range(ref.shape[1]):
+        s = state["actors"][f"dot_{k}"].clone()
+        s[:, :2], s[:, 2] = ref[:, k], 0.0215
+        state["actors"][f"dot_{k}"] = s
+    base.set_state_dict(state)
+
+
 def _cartpole(base):
     state = base.get_state_dict()
     s = state["articulations"]["cartpole"].clone()
@@ -74,6 +85,8 @@ def _cartpole(base):
 
 SUCCESS_STATES = {
     "CartpoleBalanceBenchmark-v1": _cartpole,
+    "DrawSVG-v1": _drawing,
+    "DrawTriangle-v1": _drawing,
     "LiftPegUpright-v1": _lift_peg_upright,
     "PegInsertionSide-v1": _peg_insertion_side,
     "PickCube-v1": _pick_cube,

@@ -1,6 +1,8 @@
 """One solution per task; `SOLUTIONS` maps env ids to them."""
 
 from demos.solutions import (
+    draw_svg,
+    draw_triangle,
     lift_peg_upright,
     peg_insertion_side,
     pick_cube,
@@ -21,6 +23,8 @@ SOLUTIONS: dict[str, Solution] = {
         lift_peg_upright.SOLUTION,
         peg_insertion_side.SOLUTION,
         plug_charger.SOLUTION,
+        draw_triangle.SOLUTION,
+        draw_svg.SOLUTION,
     )
 }
 

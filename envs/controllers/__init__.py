@@ -31,7 +31,7 @@ ARM_CONTROLLERS: dict[ControlMode, type[ArmController]] = {
 
 
 def make_controller(mode: ControlMode, agent: Agent) -> Controller:
-    return Controller(ARM_CONTROLLERS[mode](agent), GripperController(agent))
+    return Controller(ARM_CONTROLLERS[mode](agent), GripperController(agent) if agent.spec.has_gripper else None)
 
 
 __all__ = ["ARM_CONTROLLERS", "Controller", "GripperController", "MultiController", "make_controller"]

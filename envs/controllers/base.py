@@ -1,7 +1,7 @@
 """Controllers turn a batched action into drive targets of one robot, as ManiSkill 3.0.1's do.
 
 An arm controller handles the arm joints; every control mode pairs one with the gripper
-controller. `Controller.apply` takes the whole (N, A) action. With several robots,
+controller (none for a robot without a gripper: the action is the arm's alone). `Controller.apply` takes the whole (N, A) action. With several robots,
 `MultiController` takes their actions concatenated.
 
 Bounds and normalisation follow ManiSkill's `normalize_action`: a normalised controller's
@@ -104,14 +104,15 @@ class GripperController:
 
 
 class Controller:
-    """An arm controller followed by the gripper controller."""
+    """An arm controller followed by the gripper controller (None: a robot without a gripper)."""
 
-    def __init__(self, arm: ArmController, gripper: GripperController):
+    def __init__(self, arm: ArmController, gripper: GripperController | None):
         self.arm = arm
         self.gripper = gripper
         self.arm_dim = len(arm.low)
-        self.low = np.concatenate((arm.low, gripper.low)).astype(np.float32)
-        self.high = np.concatenate((arm.high, gripper.high)).astype(np.float32)
+        parts = (arm, gripper) if gripper is not None else (arm,)
+        self.low = np.concatenate([p.low for p in parts]).astype(np.float32)
+        self.high = np.concatenate([p.high for p in parts]).astype(np.float32)
         arm.configure()
 
     @property
@@ -121,7 +122,8 @@ class Controller:
     def apply(self, action: torch.Tensor) -> None:
         """action: (N, A) float32 (normalised parts are clipped to [-1, 1])."""
         self.arm.apply(action[:, : self.arm_dim])
-        self.gripper.apply(action[:, self.arm_dim :])
+        if self.gripper is not None:
+            self.gripper.apply(action[:, self.arm_dim :])
 
     def reset(self, env_idx: torch.Tensor) -> None:
         self.arm.reset(env_idx)

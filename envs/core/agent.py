@@ -55,7 +55,7 @@ class Agent:
         self.root_pose = torch.tensor([[*p.p, *p.q]], dtype=torch.float32).expand(self.num_envs, 7).contiguous()
         self.set_drives(spec.arm_drive.stiffness, spec.arm_drive.damping)
         for js in self.group.joints:
-            for c in self.gripper:
+            for c in self.gripper:  # none for a robot without a gripper
                 d = spec.gripper_drive
                 js[c].set_drive_property(d.stiffness, d.damping, d.force_limit, "force")
         self.targets = torch.zeros(self.num_envs, self.dof)

@@ -13,9 +13,11 @@ Episodes and resets
   `env.reset(options={"env_idx": torch.nonzero(done).flatten()})`.
 
 A task subclasses `BaseEnv` and fills in a few hooks over batched state: `_load_scene`,
-`_initialize_episode`, `evaluate`, `_extra_obs`, `compute_dense_reward`; `task_state` names
-task tensors (such as a goal) that belong to the full state; `_default_sensor_configs` its
-cameras (by default a base camera plus the robot's own).
+`_initialize_episode`, `evaluate`, `_extra_obs`, `compute_dense_reward`, and, for a task that
+changes its scene as the robot acts (drawing), `_after_control_step`; `task_state` names task
+tensors (such as a goal) that belong to the full state; `_default_sensor_configs` its cameras (by
+default a base camera plus the robot's own); `default_physics` the PhysX settings it simulates
+with where they are not ManiSkill's defaults (the `physics` argument overrides them).
 
 Camera obs modes (sensor_data, rgb, depth, segmentation, rgbd, their "+" combinations, pointcloud) and render modes are served by
 `envs.sensors` (layout in envs/sensors/suite.py); only then is a render system made.
@@ -127,6 +129,7 @@ class BaseEnv(gym.Env):
     num_robots: int = 1
     supported_control_modes: tuple[ControlMode, ...] = tuple(ControlMode)
     task_state: tuple[str, ...] = ()
+    default_physics: dict[str, Any] = {}  # envs.core.world.PhysicsConfig fields of the task's own sim config
 
     def __new__(cls, *args: Any, num_workers: int = 1, **kwargs: Any):
         """`num_workers` other than 1 builds an `envs.parallel.ParallelEnv` instead: the same batched
@@ -182,6 +185,8 @@ class BaseEnv(gym.Env):
         self.render_mode = render_mode
         self._viewer = None
 
+        if self.default_physics and (physics is None or isinstance(physics, dict)):
+            physics = {**self.default_physics, **(physics or {})}
         self.world = BatchedWorld(
             self.num_envs,
             self.sim_freq,
@@ -232,6 +237,9 @@ class BaseEnv(gym.Env):
 
     def _extra_obs(self, info: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
         return {}
+
+    def _after_control_step(self) -> None:
+        """Runs after each control step's physics, before the step is counted and evaluated."""
 
     def compute_dense_reward(self, info: dict[str, torch.Tensor]) -> torch.Tensor:
         """(N,) float reward in [0, 1]; 1 on success."""
@@ -317,6 +325,7 @@ class BaseEnv(gym.Env):
         self.controller.apply(check_action(action, (self.num_envs, self.controller.action_dim), self.control_mode))
         for _ in range(self.sim_steps_per_control):
             self.world.step()
+        self._after_control_step()
         self.elapsed_steps += 1
         info = self.evaluate()
         info["elapsed_steps"] = self.elapsed_steps.clone()
@@ -381,7 +390,8 @@ class BaseEnv(gym.Env):
         idx = slice(None) if env_idx is None else torch.as_tensor(env_idx, dtype=torch.long)
         for k in self.task_state:
             if k in state.get("task", {}):
-                getattr(self, k)[idx] = torch.as_tensor(state["task"][k], dtype=torch.float32).reshape(getattr(self, k)[idx].shape)
+                dest = getattr(self, k)
+                dest[idx] = torch.as_tensor(state["task"][k], dtype=torch.float32).reshape(dest[idx].shape).to(dest.dtype)
         for agent in self.agents:
             agent.sync_targets()
         self.controller.sync(torch.arange(self.num_envs) if env_idx is None else idx)

@@ -5,10 +5,12 @@ form the arm and the gripper, its TCP link, drive gains, keyframes, gripper rang
 cameras it carries. Tasks and
 controllers only use these accessors, never joint indices of their own.
 
-Gripper convention (tests/test_robots.py checks it for every robot): two prismatic finger
+Gripper convention (tests/test_robots.py checks it for every robot with a gripper): two prismatic finger
 joints whose travel sums to the gap between the finger pads (the pads meet at zero); the TCP
 link sits between the pads, z pointing out of the gripper, and the fingers close along its y
-axis. The grasp detector (`Agent.is_grasping`) and scripted grasps rely on nothing else.
+axis. The grasp detector (`Agent.is_grasping`) and scripted grasps rely on nothing else. A
+robot without a gripper (a stick for drawing) has no gripper joints: its controllers are the arm's
+alone, with no gripper dimension in the action.
 The "rest" keyframe puts the TCP above the table pointing down when the base stands at the
 tasks' ROBOT_ROOT, with PickCube's workspace reachable from it.
 """
@@ -55,11 +57,11 @@ class RobotSpec:
     urdf: Path
     srdf: Path
     arm_joints: tuple[str, ...]
-    gripper_joints: tuple[str, ...]
+    gripper_joints: tuple[str, ...]  # empty: no gripper
     tcp_link: str
     arm_drive: Drive
-    gripper_drive: Drive
-    gripper_limits: tuple[float, float]  # target of every gripper joint when closed / open
+    gripper_drive: Drive | None = None
+    gripper_limits: tuple[float, float] | None = None  # target of every gripper joint when closed / open
     keyframes: dict[str, tuple[float, ...]] = field(default_factory=dict)  # name -> full qpos
     # delta controllers: one unit of normalised action moves this far per control step
     joint_delta: float = 0.1  # rad
@@ -71,6 +73,10 @@ class RobotSpec:
     # support the family support it; empty: the uid itself
     cameras: tuple[CameraConfig, ...] = ()  # observation cameras the robot carries (mount: a link name)
     link_materials: dict[str, LinkMaterial] = field(default_factory=dict)  # link name -> its contact material
+
+    @property
+    def has_gripper(self) -> bool:
+        return bool(self.gripper_joints)
 
     @cached_property
     def model(self) -> RobotModel:
@@ -99,6 +105,8 @@ _ROBOTS: dict[str, RobotSpec] = {}
 
 
 def register_robot(spec: RobotSpec) -> RobotSpec:
+    if spec.has_gripper and (spec.gripper_drive is None or spec.gripper_limits is None):
+        raise ValueError(f"robot {spec.uid}: a gripper needs gripper_drive and gripper_limits")
     names = spec.active_joint_names
     missing = [j for j in spec.arm_joints + spec.gripper_joints if j not in names]
     if missing:

@@ -1,6 +1,7 @@
 """Franka Emika Panda with its parallel gripper, as ManiSkill 3.0.1's `panda` (no camera) and
-`panda_wristcam` (the same arm with a RealSense on the hand). Numbers from ManiSkill's
-agents/robots/panda/panda.py and panda_wristcam.py; kinematics from its panda_v2/panda_v3 URDFs
+`panda_wristcam` (the same arm with a RealSense on the hand), and `panda_stick` (the arm with a
+drawing stick in place of the gripper). Numbers from ManiSkill's agents/robots/panda/panda.py,
+panda_wristcam.py and panda_stick.py; kinematics from its panda_v2/panda_v3/panda_stick URDFs
 (our files use primitive collision shapes instead of its meshes)."""
 
 import math
@@ -37,5 +38,21 @@ PANDA_WRISTCAM = register_robot(
             CameraConfig("hand_camera", 128, 128, fov=math.pi / 2, near=0.01, far=100.0, mount="camera_link"),
         ),
         **_PANDA,
+    )
+)
+
+# ManiSkill's PandaStick: the same arm, drives and rest joints, no gripper; its TCP is the tip of a
+# 0.1 m stick on the hand (0.15 m from panda_hand). Its own robot (not a panda variant): the drawing
+# tasks are its only tasks, and no gripper task can use it.
+PANDA_STICK = register_robot(
+    RobotSpec(
+        uid="panda_stick",
+        urdf=ASSETS / "panda_stick.urdf",
+        srdf=ASSETS / "panda_stick.srdf",
+        arm_joints=_PANDA["arm_joints"],
+        gripper_joints=(),
+        tcp_link="panda_hand_tcp",
+        arm_drive=_PANDA["arm_drive"],
+        keyframes={"rest": _PANDA["keyframes"]["rest"][:7]},
     )
 )

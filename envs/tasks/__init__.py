@@ -2,6 +2,8 @@
 
 from envs.tasks import (  # noqa: F401
     cartpole,
+    draw_svg,
+    draw_triangle,
     lift_peg_upright,
     peg_insertion_side,
     pick_cube,
