@@ -51,6 +51,10 @@ def _stack_cube(base):
     _put(base, "cubeA", torch.cat((base.goal_pos(), base.cubeB.pose()[:, 3:]), 1))
 
 
+def _place_sphere(base):
+    _put(base, "sphere", _at(base.goal_pos()))
+
+
 def _lift_peg_upright(base):
     pos = torch.tensor([0.2, 0.25, 0.0]).repeat(base.num_envs, 1)  # clear of the arm at rest
     pos[:, 2] = base.peg_half_sizes[:, 0]
@@ -85,6 +89,7 @@ SUCCESS_STATES = {
     "LiftPegUpright-v1": _lift_peg_upright,
     "PegInsertionSide-v1": _peg_insertion_side,
     "PickCube-v1": _pick_cube,
+    "PlaceSphere-v1": _place_sphere,
     "PlugCharger-v1": _plug_charger,
     "PullCube-v1": _cube_on_goal,
     "PushCube-v1": _cube_on_goal,
@@ -92,7 +97,7 @@ SUCCESS_STATES = {
     "TwoRobotPickCube-v1": _two_robot_pick_cube,
 }
 # tasks whose success state is one the physics keeps: it must survive 10 steps of a holding action
-STABLE = {"LiftPegUpright-v1", "PullCube-v1", "PushCube-v1", "StackCube-v1"}
+STABLE = {"LiftPegUpright-v1", "PlaceSphere-v1", "PullCube-v1", "PushCube-v1", "StackCube-v1"}
 
 
 def test_every_task_has_a_success_state():

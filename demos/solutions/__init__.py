@@ -4,6 +4,7 @@ from demos.solutions import (
     lift_peg_upright,
     peg_insertion_side,
     pick_cube,
+    place_sphere,
     plug_charger,
     pull_cube,
     push_cube,
@@ -21,6 +22,7 @@ SOLUTIONS: dict[str, Solution] = {
         lift_peg_upright.SOLUTION,
         peg_insertion_side.SOLUTION,
         plug_charger.SOLUTION,
+        place_sphere.SOLUTION,
     )
 }
 

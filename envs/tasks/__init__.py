@@ -5,6 +5,7 @@ from envs.tasks import (  # noqa: F401
     lift_peg_upright,
     peg_insertion_side,
     pick_cube,
+    place_sphere,
     plug_charger,
     pull_cube,
     push_cube,

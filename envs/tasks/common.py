@@ -124,6 +124,19 @@ def build_box(
     return build_parts(world, name, lambda i: parts, body, local_pose=sapien.Pose([0, 0, half_size[2]]))
 
 
+def build_sphere(world: BatchedWorld, name: str, radius: float, color: Color) -> ActorGroup:
+    """A dynamic ball of `radius` (density 1000) resting on the table at the env origin."""
+
+    def build(scene: sapien.Scene, i: int) -> sapien.Entity:
+        b = scene.create_actor_builder()
+        b.add_sphere_collision(radius=radius)
+        if world.visual:
+            b.add_sphere_visual(radius=radius, material=_material(color))
+        return b.build(name=f"{name}_{i}")
+
+    return world.add_actor(name, build, sapien.Pose([0.0, 0.0, radius]))
+
+
 def peg_parts(half_size: tuple[float, float, float], head: Color, tail: Color) -> list[Part]:
     """A box peg along its local x: one collision box, drawn as a head half (+x) and a tail half."""
     hx, hy, hz = half_size
