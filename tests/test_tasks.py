@@ -55,6 +55,14 @@ def _place_sphere(base):
     _put(base, "sphere", _at(base.goal_pos()))
 
 
+def _stack_pyramid(base):
+    b = base.cubeB.pose()
+    beside = pose_mul(b, torch.tensor([[0.042, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0]]).expand(len(b), 7))  # 2 mm apart
+    on_both = pose_mul(b, torch.tensor([[0.021, 0.0, 0.04, 1.0, 0.0, 0.0, 0.0]]).expand(len(b), 7))
+    _put(base, "cubeA", beside)
+    _put(base, "cubeC", on_both)
+
+
 def _lift_peg_upright(base):
     pos = torch.tensor([0.2, 0.25, 0.0]).repeat(base.num_envs, 1)  # clear of the arm at rest
     pos[:, 2] = base.peg_half_sizes[:, 0]
@@ -94,10 +102,11 @@ SUCCESS_STATES = {
     "PullCube-v1": _cube_on_goal,
     "PushCube-v1": _cube_on_goal,
     "StackCube-v1": _stack_cube,
+    "StackPyramid-v1": _stack_pyramid,
     "TwoRobotPickCube-v1": _two_robot_pick_cube,
 }
 # tasks whose success state is one the physics keeps: it must survive 10 steps of a holding action
-STABLE = {"LiftPegUpright-v1", "PlaceSphere-v1", "PullCube-v1", "PushCube-v1", "StackCube-v1"}
+STABLE = {"LiftPegUpright-v1", "PlaceSphere-v1", "PullCube-v1", "PushCube-v1", "StackCube-v1", "StackPyramid-v1"}
 
 
 def test_every_task_has_a_success_state():

@@ -9,6 +9,7 @@ from demos.solutions import (
     pull_cube,
     push_cube,
     stack_cube,
+    stack_pyramid,
 )
 from demos.stages import Solution
 
@@ -23,6 +24,7 @@ SOLUTIONS: dict[str, Solution] = {
         peg_insertion_side.SOLUTION,
         plug_charger.SOLUTION,
         place_sphere.SOLUTION,
+        stack_pyramid.SOLUTION,
     )
 }
 

@@ -10,5 +10,6 @@ from envs.tasks import (  # noqa: F401
     pull_cube,
     push_cube,
     stack_cube,
+    stack_pyramid,
     two_robot_pick_cube,
 )
