@@ -7,6 +7,7 @@ from demos.solutions import (
     place_sphere,
     plug_charger,
     pull_cube,
+    pull_cube_tool,
     push_cube,
     stack_cube,
     stack_pyramid,
@@ -25,6 +26,7 @@ SOLUTIONS: dict[str, Solution] = {
         plug_charger.SOLUTION,
         place_sphere.SOLUTION,
         stack_pyramid.SOLUTION,
+        pull_cube_tool.SOLUTION,
     )
 }
 

@@ -8,6 +8,7 @@ from envs.tasks import (  # noqa: F401
     place_sphere,
     plug_charger,
     pull_cube,
+    pull_cube_tool,
     push_cube,
     stack_cube,
     stack_pyramid,

@@ -77,6 +77,7 @@ class Part:
     color: Color = (0.6, 0.6, 0.6, 1.0)
     collision: bool = True
     visual: bool = True
+    density: float | None = None  # kg/m^3; None: the actor's
 
 
 def build_parts(
@@ -103,7 +104,7 @@ def build_parts(
         b = scene.create_actor_builder()
         for part in parts(i):
             if part.collision:
-                b.add_box_collision(part.pose, half_size=list(part.half_size), density=density)
+                b.add_box_collision(part.pose, half_size=list(part.half_size), density=part.density or density)
             if world.visual and part.visual:
                 b.add_box_visual(part.pose, half_size=list(part.half_size), material=_material(part.color))
         b.set_physx_body_type(body)
