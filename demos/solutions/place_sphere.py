@@ -1,4 +1,4 @@
-"""PlaceSphere-v1: pick the sphere, carry it above the bin, lower it until it almost touches the
+"""PlaceSphere-v1: pick the sphere, carry it above the bin, lower it until it touches the
 bin's floor and let go: the bin's walls centre it as it settles.
 
 Demos are recorded with a 100-step limit, as ManiSkill's own motion-planning demos run past the
@@ -14,9 +14,9 @@ SOLUTION = Solution(
     + (
         MoveTo("lift", lift(0.04), CLOSED, screw_only=True),
         MoveTo("carry", carry_to("sphere", raised(attr("goal_pos"), 0.04)), CLOSED),
-        MoveTo("lower", carry_to("sphere", raised(attr("goal_pos"), 0.002)), CLOSED, screw_only=True),
+        MoveTo("lower", carry_to("sphere", raised(attr("goal_pos"), 0.0005)), CLOSED, screw_only=True),
         Grip("release", OPEN, steps=1),
-        Settle(hold=3),  # the sphere rolls to rest: end off the edge of "static", so replays reproduce it
+        Settle(hold=5),  # the sphere rolls to rest: end off the edge of "static", so replays reproduce it
     ),
     obstacles=scene(table_boxes, parts_of("bin", "bin_parts")),
     max_episode_steps=100,

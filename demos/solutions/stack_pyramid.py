@@ -81,7 +81,7 @@ def _across(env, idx) -> torch.Tensor:
     closing = _axis(env.agent.tcp_pose[idx, 3:], 1)
     turn = _turn(_wrap(_angle(line) + math.pi / 2 - _angle(closing), math.pi))
     pos = (a[:, :3] + b[:, :3]) / 2
-    pos[:, 2] = 4 * HALF + HALF + DROP
+    pos[:, 2] = 3 * HALF + DROP  # on the two cubes' tops
     return torch.cat((pos, quat_mul(turn, c[:, 3:])), 1)
 
 
@@ -108,10 +108,13 @@ def _loose_cubes(env, idx):
     return out
 
 
-def _place(obj: str, goal, name: str) -> tuple:
+def _place(obj: str, goal, name: str, straight: bool = True) -> tuple:
     return (
         MoveTo(f"carry {name}", place_at(obj, _raised(goal, ABOVE)), CLOSED),
-        MoveTo(f"lower {name}", place_at(obj, goal), CLOSED, screw_only=True),
+        # the held cube can end a long carry a centimetre or two off (lag, slip in the grip): aim
+        # again from where it is, so that the descent is straight down and misses the cubes below
+        MoveTo(f"re-aim {name}", place_at(obj, _raised(goal, ABOVE)), CLOSED, screw_only=True),
+        MoveTo(f"lower {name}", place_at(obj, goal), CLOSED, screw_only=straight),
         Grip(f"release {name}", OPEN, steps=3),
     )
 
@@ -127,12 +130,14 @@ SOLUTION = Solution(
         Grip("grasp A", CLOSED, steps=5),
         MoveTo("lift A", lift(0.05), CLOSED, screw_only=True),
         *_place("cubeA", _beside_b, "A"),
-        MoveTo("leave A", lift(0.05), OPEN, screw_only=True),
+        # high enough that cubeA (more than 7 cm from the TCP) is an obstacle on the way to cubeC
+        MoveTo("leave A", lift(0.08), OPEN, screw_only=True),
         MoveTo("reach C", pre_grasp(GRASP_C, 0.04), OPEN),
         MoveTo("approach C", GRASP_C, OPEN, screw_only=True),
         Grip("grasp C", CLOSED, steps=5),
         MoveTo("lift C", lift(0.08), CLOSED, screw_only=True),
-        *_place("cubeC", _across, "C"),
+        # where the wrist cannot follow the straight line down, a planned path to the same pose
+        *_place("cubeC", _across, "C", straight=False),
         Settle(hold=3),  # cubeC comes to rest on two cubes: end off the edge of "static", so replays reproduce it
     ),
     obstacles=scene(table_boxes, box_of("cubeB", "cube_half_sizes"), _loose_cubes),
