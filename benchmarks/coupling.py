@@ -43,8 +43,8 @@ import torch
 
 import envs  # noqa: F401  (registers)
 from envs.core.registry import check_env_id
+from replay.batch import start
 from replay.trajectory import Episode, TrajectoryFile, batch_env_kwargs
-from replay.verify import initial_state
 
 CONFIGS: dict[str, dict] = {
     "today": {"isolated": False, "solver_position_iterations": 10, "contact_offset": 0.01, "restitution": 0.1},
@@ -62,8 +62,7 @@ def rollout(env, episodes: list[Episode], steps: int) -> tuple[np.ndarray, np.nd
     """(k, T + 1, D) env states and (k,) success at each episode's own last step, of k episodes
     replayed together in env (num_envs == k)."""
     base = env.unwrapped
-    base.reset(seed=[e.seed for e in episodes])
-    base.set_state_dict(initial_state(episodes))
+    start(env, episodes)
     states = [_flat(base.get_state_dict())]
     success = np.zeros(len(episodes), bool)
     action = torch.zeros(len(episodes), episodes[0].actions.shape[1])

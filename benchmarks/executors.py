@@ -85,7 +85,7 @@ def _measure(args, py: str, rates: dict, address: str) -> None:
         for r in range(args.rounds):
             for ex in EXECUTORS:
                 out = Path(tmp) / f"conv_{ex}_{r}.h5"
-                cmd = [py, "-m", "replay.cli", "convert", str(source), "--obs", "rgbd", "--count", str(args.convert),
+                cmd = [py, "-m", "replay.cli", "convert", str(source), "--obs-mode", "rgbd", "--count", str(args.convert),
                        "--workers", str(args.workers), "--out", str(out), "--no-progress", *executor(ex)]
                 seconds, _ = _run(cmd)
                 rate = args.convert / seconds

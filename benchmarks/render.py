@@ -66,6 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--steps", type=int, default=50)
     p.add_argument("-o", "--obs-mode", default="rgbd")
     args = p.parse_args(argv)
+    torch.set_num_threads(1)  # small per-step tensors: torch's default (one thread per core) only spins under load
     for layout in ("per-env", "shared"):
         r = run(layout, args.num_envs, args.steps, args.obs_mode)
         print(f"{r['layout']:8s} N={args.num_envs} {args.obs_mode}: {r['fps']:7.1f} env-steps/s, camera obs {r['obs_ms']:6.1f} ms per env.step")

@@ -71,19 +71,19 @@ def main(argv: list[str] | None = None) -> int:
     print("|---|---|---|---|---|---|---|")
     notes: list[str] = []
     pick = _demos("PickCube-v1", args.n, args.dir)
-    wall, cpu, out, load = _timed([str(pick), "--obs", "state", "--control", "pd_ee_delta_pose", *w])
+    wall, cpu, out, load = _timed([str(pick), "--obs-mode", "state", "--control-mode", "pd_ee_delta_pose", *w])
     ok, total, kb = _summary(out)
     print(f"| pd_joint_pos -> pd_ee_delta_pose, state obs | PickCube-v1 | {ok}/{total} ({ok / total:.1%}) | {wall:.2f} s | {cpu:.2f} s | {kb:.0f} | {load[0]:.1f} / {load[1]:.1f} |")
     for task in tasks:
         if task == "PickCube-v1":
             continue
         path = _demos(task, args.n, args.dir)
-        wall, cpu, out, load = _timed([str(path), "--control", "pd_ee_delta_pose", *w])
+        wall, cpu, out, load = _timed([str(path), "--control-mode", "pd_ee_delta_pose", *w])
         ok, total, kb = _summary(out)
         print(f"| pd_joint_pos -> pd_ee_delta_pose | {task} | {ok}/{total} ({ok / total:.1%}) | {wall:.2f} s | {cpu:.2f} s | {kb:.0f} | {load[0]:.1f} / {load[1]:.1f} |")
         notes += [f"{task}: {line.strip()}" for line in out.splitlines()[1:]]
     if not args.skip_rgbd:
-        wall, cpu, out, load = _timed([str(pick), "--obs", "rgbd", "--cam-width", "128", "--cam-height", "128", *w])
+        wall, cpu, out, load = _timed([str(pick), "--obs-mode", "rgbd", "--cam-width", "128", "--cam-height", "128", *w])
         ok, total, kb = _summary(out)
         print(f"| obs -> rgbd 128x128 (2 cameras) | PickCube-v1 | {ok}/{total} ({ok / total:.1%}) | {wall:.2f} s | {cpu:.2f} s | {kb:.0f} | {load[0]:.1f} / {load[1]:.1f} |")
     for line in notes:

@@ -205,13 +205,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--cam-height", type=int, help="height of every observation camera (default: the task's, 128)")
     p.add_argument("--cam-fov", type=float, help="vertical field of view of every observation camera (radians)")
     p.add_argument(
-        "--torch-threads", type=int,
-        help="torch intra-op threads (default: torch's own). On a shared 2-core machine 1 was up to 7x faster",
+        "--torch-threads", type=int, default=1,
+        help="torch intra-op threads (default: %(default)s). The env's tensors are small: more threads only spin, "
+        "and on a loaded machine torch's own default (one per core) halved the numbers",
     )
     p.add_argument("--json", action="store_true", help="print one JSON line per env instead of text")
     args = p.parse_args(argv)
-    if args.torch_threads is not None:
-        torch.set_num_threads(args.torch_threads)
+    torch.set_num_threads(args.torch_threads)
     cams = {"width": args.cam_width, "height": args.cam_height, "fov": args.cam_fov}
     sensor_configs = {k: v for k, v in cams.items() if v is not None} or None
     try:

@@ -2,109 +2,101 @@
 
     demos generate TASK --n N [--out PATH] [--seed S] [--num-envs B] [--workers W]
                    [--control-mode pd_joint_pos] [--obs-mode none|state]
-                   [--only-success | --keep-failures] [--resume | --overwrite] [--shard i/K]
+                   [--no-only-success] [--resume | --overwrite] [--shard i/K]
                    [--executor local|ray [--address ADDR]]
     demos list
     demos info FILE
     demos verify FILE [--num-envs B] [--shuffle SEED]
     demos merge OUT IN [IN ...] [--overwrite]
     demos report FILE [--out report.html] [--videos K]
+
+The flags are generated from the dataclasses below and demos.generate.GenerateConfig
+(envs/cli.py: `--help` shows every default; bad input is one `error:` line, exit 2).
 """
 
 from __future__ import annotations
 
-import argparse
 import json
-import os
 import sys
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import tyro
+
+from envs.cli import Command
+from envs.cli import main as run_cli
+
+if TYPE_CHECKING:
+    from demos.generate import GenerateConfig
+
+Positional = tyro.conf.Positional
 
 
-def _shard(text: str) -> tuple[int, int]:
-    try:
-        i, k = text.split("/")
-        return int(i), int(k)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected i/K, e.g. 0/4, got {text!r}") from None
+@dataclass
+class ListArgs:
+    """`demos list`: no options."""
 
 
-class _Parser(argparse.ArgumentParser):
-    """Usage errors in one line (the usage itself is in --help)."""
-
-    def error(self, message: str):
-        self.exit(2, f"error: {self.prog}: {message} (see --help)\n")
-
-
-def _executor_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--executor", default="local", help="local (worker processes on this machine, default) or ray "
-                                                       '(Ray actors on a cluster; pip install -e ".[ray]")')
-    p.add_argument("--address", help="the Ray cluster to join, e.g. HEAD:6379 (default: a local Ray started for the run)")
+@dataclass
+class InfoArgs:
+    file: Annotated[Path, Positional, tyro.conf.arg(metavar="FILE")]
+    """demonstration file (.h5 with its .json sidecar)"""
 
 
-def _parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="demos", description="Motion-planned demonstrations stored as HDF5.")
-    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    g = sub.add_parser("generate", help="plan and record demonstrations")
-    g.add_argument("task", help="task id, e.g. PickCube or PickCube-v1")
-    g.add_argument("--n", type=int, required=True, help="demonstrations to save")
-    g.add_argument("--out", type=Path, help="output .h5 (default out/TASK.motionplanning.CONTROL.h5)")
-    g.add_argument("--seed", type=int, default=0, help="first seed")
-    g.add_argument("--num-envs", type=int, default=16, help="envs run together in one batch")
-    g.add_argument("--workers", type=int, help="generation workers, each with its env and planner (default: one per "
-                                               "CPU of this machine, or of the Ray cluster)")
-    g.add_argument("--control-mode", default="pd_joint_pos")
-    g.add_argument("--obs-mode", default="none", help="none or state (render images later with replay convert)")
-    g.add_argument("--robot-uids", default="panda")
-    g.add_argument("--hold", type=int, default=1,
-                   help="end an episode once the task has succeeded this many steps in a row (default 1: at first "
-                        "success); a longer hold shows policies how to stay at the goal")
-    g.add_argument("--speed", type=float, default=1.0,
-                   help="planned motions' speed as a fraction of the planner's joint limits (2 rad/s, 5 rad/s^2); "
-                        "slower demos have more, smaller steps")
-    keep = g.add_mutually_exclusive_group()
-    keep.add_argument("--only-success", dest="only_success", action="store_true", default=True, help="save successes only (default)")
-    keep.add_argument("--keep-failures", dest="only_success", action="store_false", help="save failed attempts too")
-    mode = g.add_mutually_exclusive_group()
-    mode.add_argument("--resume", action="store_true", help="continue an interrupted run's file")
-    mode.add_argument("--overwrite", action="store_true", help="replace an existing file")
-    g.add_argument("--shard", type=_shard, default=(0, 1), help="i/K: this machine's part of the seed space")
-    _executor_args(g)
-    sub.add_parser("list", help="tasks with a solution and their robots")
-    i = sub.add_parser("info", help="summary of a demonstration file")
-    i.add_argument("file", type=Path)
-    v = sub.add_parser("verify", help="replay every episode's actions and count reproduced successes")
-    v.add_argument("file", type=Path)
-    v.add_argument("--num-envs", type=int, default=16, help="episodes replayed together, each batch in a fresh env")
-    v.add_argument("--shuffle", type=int, metavar="SEED", help="replay the episodes in an order shuffled by SEED")
-    m = sub.add_parser("merge", help="join files of one task, renumbering episodes")
-    m.add_argument("out", type=Path)
-    m.add_argument("inputs", type=Path, nargs="+")
-    m.add_argument("--overwrite", action="store_true")
-    r = sub.add_parser("report", help="one self-contained HTML page to judge a demonstration file before training")
-    r.add_argument("file", type=Path)
-    r.add_argument("--out", type=Path, help="the page (default: beside FILE, NAME.report.html)")
-    r.add_argument("--videos", type=int, default=3, help="episodes shown as videos when the file has camera images (default 3)")
-    return p
+@dataclass
+class VerifyArgs:
+    file: Annotated[Path, Positional, tyro.conf.arg(metavar="FILE")]
+    """demonstration file (.h5 with its .json sidecar)"""
+    num_envs: int = 16
+    """episodes replayed together, each batch in a fresh env"""
+    shuffle: Annotated[int | None, tyro.conf.arg(metavar="SEED", help_behavior_hint="(default: the file's order)")] = None
+    """replay the episodes in an order shuffled by SEED"""
+
+    def __post_init__(self) -> None:
+        if self.num_envs < 1:
+            raise ValueError(f"--num-envs must be positive, got {self.num_envs}")
 
 
-def _generate(args) -> int:
+@dataclass
+class MergeArgs:
+    out: Annotated[Path, Positional, tyro.conf.arg(metavar="OUT")]
+    """the merged .h5"""
+    inputs: Annotated[list[Path], Positional, tyro.conf.arg(metavar="IN")]
+    """files of one task to join"""
+    overwrite: bool = False
+    """replace an existing OUT"""
+
+
+@dataclass
+class ReportArgs:
+    file: Annotated[Path, Positional, tyro.conf.arg(metavar="FILE")]
+    """demonstration file (.h5 with its .json sidecar)"""
+    out: Annotated[Path | None, tyro.conf.arg(metavar="PATH", help_behavior_hint="(default: beside FILE, NAME.report.html)")] = None
+    """the page"""
+    videos: int = 3
+    """episodes shown as videos when the file has camera images"""
+
+    def __post_init__(self) -> None:
+        if self.videos < 0:
+            raise ValueError(f"--videos must be >= 0, got {self.videos}")
+
+
+def _generate(cfg: GenerateConfig) -> int:
     from tqdm import tqdm
 
-    from demos.generate import GenerateConfig, generate, pending_path
+    from demos.generate import generate
+    from replay.trajectory import pending_path
 
-    cfg = GenerateConfig(
-        task=args.task, n=args.n, out=args.out, seed=args.seed, num_envs=args.num_envs,
-        workers=args.workers if args.workers is not None or args.executor == "ray" else os.cpu_count() or 1,
-        executor=args.executor, address=args.address,
-        control_mode=args.control_mode, obs_mode=args.obs_mode, robot_uids=args.robot_uids,
-        only_success=args.only_success, resume=args.resume, overwrite=args.overwrite, shard=args.shard,
-        hold=args.hold, speed=args.speed,
-    )
     bars = []  # made at the first progress report, so errors before it print alone
 
     def update(p) -> None:
         if not bars:
-            bars.append(tqdm(total=cfg.n, initial=p.resumed_from, unit="demo", dynamic_ncols=True, desc=cfg.env_id))
+            # one rate on the bar, the run's own (from the workers' start): tqdm's would be timed
+            # from this first report, microseconds after the bar is made
+            fmt = "{desc}: {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} [{elapsed}{postfix}]"
+            bars.append(tqdm(total=cfg.n, initial=p.resumed_from, unit="demo", dynamic_ncols=True, desc=cfg.env_id,
+                             bar_format=fmt))
         bar = bars[0]
         bar.n = p.saved
         rate = p.successes / max(p.attempts, 1)
@@ -171,8 +163,6 @@ def _info(args) -> int:
 def _verify(args) -> int:
     from replay.verify import verify_file
 
-    if args.num_envs < 1:
-        raise ValueError(f"--num-envs must be positive, got {args.num_envs}")
     ok, total, failed = verify_file(args.file, args.num_envs, args.shuffle)
     print(f"{args.file}: {ok}/{total} episodes reproduce their recorded outcome ({ok / max(total, 1):.1%})")
     if failed:
@@ -181,13 +171,9 @@ def _verify(args) -> int:
 
 
 def _merge(args) -> int:
-    from replay.ops import merge_files
+    from replay.trajectory import merge_files
 
-    if args.out.suffix != ".h5":
-        raise ValueError(f"the output must be an .h5 file (its JSON sidecar goes beside it), got {args.out}")
-    if args.out.exists() and not args.overwrite:
-        raise ValueError(f"{args.out} exists: pass --overwrite to replace it")
-    n = merge_files(args.inputs, args.out)
+    n = merge_files(args.inputs, args.out, args.overwrite)
     print(f"{args.out}: {n} episodes from {len(args.inputs)} files")
     return 0
 
@@ -195,24 +181,29 @@ def _merge(args) -> int:
 def _report(args) -> int:
     from demos.report import build_report
 
-    if args.videos < 0:
-        raise ValueError(f"--videos must be >= 0, got {args.videos}")
     out = build_report(args.file, args.out, args.videos)
     print(f"{out}: report of {args.file} ({out.stat().st_size / 2**10:.0f} KiB)")
     return 0
 
 
+def _generate_config() -> type[GenerateConfig]:
+    from demos.generate import GenerateConfig
+
+    return GenerateConfig
+
+
+COMMANDS = {
+    "generate": Command("plan and record demonstrations", _generate, _generate_config, {"--keep-failures": "--no-only-success"}),
+    "list": Command("tasks with a solution and their robots", _list, ListArgs),
+    "info": Command("summary of a demonstration file", _info, InfoArgs),
+    "verify": Command("replay every episode's actions and count reproduced successes", _verify, VerifyArgs),
+    "merge": Command("join files of one task, renumbering episodes", _merge, MergeArgs),
+    "report": Command("one self-contained HTML page to judge a demonstration file before training", _report, ReportArgs),
+}
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
-    commands = {"generate": _generate, "list": _list, "info": _info, "verify": _verify, "merge": _merge, "report": _report}
-    try:
-        return commands[args.command](args)
-    except (ValueError, OSError) as e:  # bad input; TrajectoryError is a ValueError
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    except Exception as e:  # a bug or a broken environment: still one line, with the type to report it
-        print(f"error: {type(e).__name__}: {e}", file=sys.stderr)
-        return 1
+    return run_cli("demos", "Motion-planned demonstrations stored as HDF5.", COMMANDS, argv)
 
 
 if __name__ == "__main__":

@@ -5,49 +5,84 @@ With only-success (the default), a failed attempt is simply followed by the next
 `resume` continues after the last attempt whose episode was committed, with the file's own seed
 and settings: nothing is duplicated and episode ids stay contiguous.
 `overwrite` writes OUT.pending.h5 and renames it over OUT only once it holds all n episodes, so
-the old file survives an interrupted run; `resume` then continues the pending file.
+the old file survives an interrupted run; `resume` then continues the pending file
+(`replay.trajectory.Output`, the commit protocol conversions share).
 """
 
 from __future__ import annotations
 
-import os
 import platform
 import re
-from collections import Counter
-import tempfile
 import time
+from collections import Counter
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
-from typing import Callable
+from typing import Annotated, Callable
+
+import tyro
 
 from demos.solutions import solution_for
 from demos.workers import GenerationJob
 from envs.core.registry import TASKS, check_env_id
 from envs.executor import Lost, make_pool, parse_executor
 from envs.modes import ControlMode, ObsMode, parse_mode
-from replay.trajectory import TrajectoryWriter, parts_dir, read_meta, sidecar_path
+from replay.trajectory import Output, read_meta
+
+
+def _shard(text: str) -> tuple[int, int]:
+    i, sep, k = text.partition("/")
+    try:
+        return int(i), int(k)
+    except ValueError:
+        raise ValueError(f"expected i/K, e.g. 0/4, got {text!r}") from None
+
+
+_SHARD = tyro.constructors.PrimitiveConstructorSpec(  # `--shard 0/4` on the command line
+    nargs=1, metavar="i/K", instance_from_str=lambda a: _shard(a[0]),
+    is_instance=lambda x: isinstance(x, tuple), str_from_instance=lambda t: [f"{t[0]}/{t[1]}"])
 
 
 @dataclass
 class GenerateConfig:
-    task: str
+    """`demos generate TASK --n N`: the fields are the command's flags (demos/cli.py)."""
+
+    task: Annotated[str, tyro.conf.Positional, tyro.conf.arg(metavar="TASK")]
+    """task id, e.g. PickCube or PickCube-v1"""
     n: int
-    out: Path | None = None
+    """demonstrations to save"""
+    out: Annotated[Path | None, tyro.conf.arg(metavar="PATH", help_behavior_hint="(default: out/TASK.motionplanning.CONTROL.h5)")] = None
+    """output .h5"""
     seed: int = 0
+    """first seed"""
     num_envs: int = 16
-    workers: int | None = 2  # None: one per CPU (of this machine, or of the Ray cluster)
+    """envs run together in one batch"""
+    workers: Annotated[int | None, tyro.conf.arg(metavar="INT", default=None, help_behavior_hint="(default: one per CPU of this machine, or of the Ray cluster)")] = 2
+    """generation workers, each with its env and planner (None: one per CPU)"""
     control_mode: str = "pd_joint_pos"
+    """control mode of the recorded actions (pd_joint_pos; other modes by `replay convert`)"""
     obs_mode: str = "none"
+    """obs mode recorded: none or state (render images later with `replay convert`)"""
     robot_uids: str = "panda"
+    """robot (`demos list` shows each task's robots)"""
     only_success: bool = True
+    """keep successes only (--no-only-success: save failed attempts too)"""
     resume: bool = False
+    """continue an interrupted run's file"""
     overwrite: bool = False
-    shard: tuple[int, int] = (0, 1)
+    """replace an existing file"""
+    shard: Annotated[tuple[int, int], _SHARD] = (0, 1)
+    """i/K: this machine's part of the seed space"""
     hold: int = 1
+    """end an episode once the task has succeeded this many steps in a row (1: at first success);
+    a longer hold shows policies how to stay at the goal"""
     speed: float = 1.0
-    executor: str = "local"  # local processes or ray (envs/executor.py)
-    address: str | None = None  # the Ray cluster's address (default: a local Ray started for the run)
+    """planned motions' speed as a fraction of the planner's joint limits (2 rad/s, 5 rad/s^2);
+    slower demos have more, smaller steps"""
+    executor: str = "local"
+    """local (worker processes on this machine) or ray (Ray actors on a cluster; pip install -e ".[ray]")"""
+    address: Annotated[str | None, tyro.conf.arg(metavar="ADDR", help_behavior_hint="(default: a local Ray started for the run)")] = None
+    """the Ray cluster to join, e.g. HEAD:6379"""
 
     def __post_init__(self) -> None:
         self.env_id = check_env_id(self.task)
@@ -65,25 +100,18 @@ class GenerateConfig:
             raise ValueError(f"--speed must be in [0.05, 1] (a fraction of the planner's joint speed limits), got {self.speed}")
         mode = parse_mode(ControlMode, self.control_mode, "control mode")
         if mode is not ControlMode.PD_JOINT_POS:
-            raise ValueError("demos are generated in pd_joint_pos; convert them with `replay convert --control ...`")
+            raise ValueError("demos are generated in pd_joint_pos; convert them with `replay convert --control-mode ...`")
         obs = parse_mode(ObsMode, self.obs_mode, "obs mode")
         if obs not in (ObsMode.NONE, ObsMode.STATE):
-            raise ValueError("--obs-mode must be none or state here; render images with `replay convert --obs ...`")
+            raise ValueError("--obs-mode must be none or state here; render images with `replay convert --obs-mode ...`")
         i, k = self.shard
         if not (k >= 1 and 0 <= i < k):
             raise ValueError(f"--shard must be i/K with 0 <= i < K, got {i}/{k}")
-        if self.resume and self.overwrite:
-            raise ValueError("--resume and --overwrite exclude each other")
         if self.out is None:
             suffix = f".shard{i}of{k}" if k > 1 else ""
             self.out = Path("out") / f"{self.env_id}.motionplanning.{self.control_mode}{suffix}.h5"
         self.out = Path(self.out)
-        _check_writable(self.out)
-        if not self.overwrite:
-            if sidecar_path(self.out).exists() and not self.out.exists():
-                raise ValueError(f"{sidecar_path(self.out)} exists without {self.out.name}: pass --overwrite to replace it")
-            if self.out.exists() and not self.resume:
-                raise ValueError(f"{self.out} exists: pass --resume to continue it or --overwrite to replace it")
+        Output.check(self.out, self.resume, self.overwrite, whole=False)
 
     @property
     def env_kwargs(self) -> dict:
@@ -106,51 +134,6 @@ def versions() -> dict[str, str]:
         except metadata.PackageNotFoundError:
             pass
     return out
-
-
-def _check_writable(out: Path) -> None:
-    if out.suffix != ".h5":
-        raise ValueError(f"--out must name an .h5 file (its JSON sidecar goes beside it), got {out}")
-    if out.is_dir():
-        raise ValueError(f"--out {out} is a directory")
-    ancestor = out.parent
-    while not ancestor.exists():
-        ancestor = ancestor.parent
-    if not ancestor.is_dir():
-        raise ValueError(f"cannot write {out}: {ancestor} is not a directory")
-    try:
-        tempfile.TemporaryFile(dir=ancestor).close()
-    except OSError as e:
-        raise ValueError(f"cannot write {out}: {ancestor} is not writable ({e.strerror})") from None
-
-
-def pending_path(out: Path) -> Path:
-    """Where an --overwrite run writes until it is complete."""
-    return out.with_name(out.stem + ".pending" + out.suffix)
-
-
-def remove_trajectory(path: Path) -> None:
-    """Removes a trajectory file, its sidecar and any unfinished segments."""
-    for p in (path, sidecar_path(path), path.with_name(path.name + ".tmp")):
-        p.unlink(missing_ok=True)
-    parts = parts_dir(path)
-    if parts.is_dir():
-        for p in parts.iterdir():
-            p.unlink()
-        parts.rmdir()
-
-
-def _target(cfg: GenerateConfig) -> tuple[Path, bool]:
-    """(the file this run writes, whether it continues it)."""
-    pending = pending_path(cfg.out)
-    if cfg.resume:
-        if pending.exists():
-            return pending, True
-        return cfg.out, cfg.out.exists()
-    if cfg.overwrite and (cfg.out.exists() or sidecar_path(cfg.out).exists()):
-        remove_trajectory(pending)  # left by an earlier interrupted overwrite
-        return pending, False
-    return cfg.out, False
 
 
 def _check_resumable(cfg: GenerateConfig, path: Path) -> None:
@@ -189,9 +172,9 @@ def generate(cfg: GenerateConfig, on_progress: Callable[[Progress], None] | None
     num_envs attempts go to the workers (local processes or Ray actors); results are committed in
     attempt order, one commit per batch, so the file does not depend on which worker was first.
     The file is opened before the workers start, so a file problem shows at once."""
-    target, resume = _target(cfg)
-    if resume:
-        _check_resumable(cfg, target)
+    output = Output.plan(cfg.out, cfg.resume, cfg.overwrite, whole=False)
+    if output.resume:
+        _check_resumable(cfg, output.path)
     meta = {
         "env_info": {"env_id": cfg.env_id, "env_kwargs": cfg.env_kwargs, "max_episode_steps": cfg.env_kwargs.get("max_episode_steps", TASKS[cfg.env_id].default_max_episode_steps)},
         "source_type": "motionplanning",
@@ -200,7 +183,7 @@ def generate(cfg: GenerateConfig, on_progress: Callable[[Progress], None] | None
         "versions": versions(),
     }
     i, k = cfg.shard
-    writer = TrajectoryWriter(target, meta, resume=resume)
+    writer = output.writer(meta)
     workers = None
     complete = False
     try:
@@ -257,10 +240,5 @@ def generate(cfg: GenerateConfig, on_progress: Callable[[Progress], None] | None
     finally:
         if workers is not None:
             workers.close()
-        writer.close()
-        if writer.num_episodes == 0 and not resume:
-            remove_trajectory(target)  # nothing made: leave nothing behind
-    if complete and target != cfg.out:  # an --overwrite run: the new file replaces the old one now
-        os.replace(target, cfg.out)
-        os.replace(sidecar_path(target), sidecar_path(cfg.out))
+        output.finish(writer, complete)  # an --overwrite run's file replaces the old one once complete
     return progress

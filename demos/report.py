@@ -370,7 +370,7 @@ def _page(traj: TrajectoryFile, videos: int) -> str:
             )
     elif first is not None:
         parts.append("<p class=note>The file holds no camera images (obs mode "
-                     f"{esc(str(kwargs.get('obs_mode', 'none')))}); `replay convert FILE --obs rgb` renders them.</p>")
+                     f"{esc(str(kwargs.get('obs_mode', 'none')))}); `replay convert FILE --obs-mode rgb` renders them.</p>")
 
     parts.append("<h2>Episodes</h2>")
     rows = [[e.episode_id, e.seed, e.length, "<span class=ok>yes</span>" if e.success else "<span class=bad>no</span>",

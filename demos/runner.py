@@ -26,22 +26,9 @@ from demos.pool import PlannerPool
 from demos.stages import Grip, MoveTo, Settle, Solution
 from envs.core.env import BaseEnv
 from envs.core.pose import pose_inv, pose_mul
+from envs.core.tree import row, stack
 from replay.trajectory import Episode
 from replay.verify import record_replay
-
-
-def _rows(tree, i: int):
-    return {k: _rows(v, i) if isinstance(v, dict) else v[i].numpy().copy() for k, v in tree.items()}
-
-
-def _select(tree, idx: torch.Tensor):
-    return {k: _select(v, idx) if isinstance(v, dict) else v[idx] for k, v in tree.items()}
-
-
-def _stack(rows: list):
-    if isinstance(rows[0], dict):
-        return {k: _stack([r[k] for r in rows]) for k in rows[0]}
-    return np.stack(rows)
 
 
 def _scene_kwargs(env, i: int) -> dict:
@@ -78,8 +65,8 @@ class _Recorder:
             success=np.array(self.success, bool),
             fail=np.array(self.fail, bool),
             rewards=np.array(self.rewards, np.float32),
-            env_states=_stack(self.states),
-            obs=_stack(self.obs) if record_obs else None,
+            env_states=stack(self.states),
+            obs=stack(self.obs) if record_obs else None,
             seed=self.seed,
             reset_kwargs={"seed": self.seed, **({"env_kwargs": self.scene_kwargs} if self.scene_kwargs else {})},
         )
@@ -164,7 +151,7 @@ class Runner:
         recs = [_Recorder(int(s), _scene_kwargs(env, i)) for i, s in enumerate(seeds)]
         state = env.get_state_dict()
         for i in range(n):
-            recs[i].states.append(_rows(state, i))
+            recs[i].states.append(row(state, i))
             if self.record_obs:
                 recs[i].obs.append(obs[i].numpy().copy())
         for stage in self.solution.stages:
@@ -228,7 +215,7 @@ class Runner:
                 r.fail.append(bool(info["fail"][i]))
                 r.terminated.append(bool(terminated[i]))
                 r.truncated.append(bool(truncated[i]))
-                r.states.append(_rows(state, i))
+                r.states.append(row(state, i))
                 if self.record_obs:
                     r.obs.append(obs[i].numpy().copy())
                 finished = t + 1 >= len(running[i])
@@ -238,11 +225,11 @@ class Runner:
                 if finished:
                     del running[i]
                     if running:
-                        ended[i] = _rows(state, i)
+                        ended[i] = row(state, i)
             t += 1
         if ended:  # undo the steps those envs only waited through
             idx = torch.tensor(sorted(ended), dtype=torch.long)
-            rows = _stack([ended[i] for i in sorted(ended)])
+            rows = stack([ended[i] for i in sorted(ended)])
             env.set_state_dict(
                 {g: {k: torch.from_numpy(v) for k, v in entries.items()} for g, entries in rows.items()}, idx
             )

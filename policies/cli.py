@@ -9,27 +9,29 @@
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import io
 import json
-import re
 import sys
 from dataclasses import dataclass
-from typing import Annotated, Any
+from pathlib import Path
+from typing import Annotated
 
 import tyro
 
+from envs.cli import Command, parse
+from envs.cli import main as run_cli
 from policies.config import RUNS, load_run
 
-USAGE = """usage: policies train {bc,diffusion} --data FILE.h5 [--config FILE.yaml] [--section.key VALUE ...]
-       policies eval CHECKPOINT [--episodes N] [--num-envs N] [--video DIR] [--executor ray [--address ADDR]]
-       policies {train KIND,eval} --help"""
+TRAIN_USAGE = f"""usage: policies train {{{','.join(RUNS)}}} --data FILE.h5 [--config FILE.yaml] [--section.key VALUE ...]
+
+Train a policy. --config (a YAML file under configs/) sets the config's defaults; the options
+after it override them. `policies train KIND --help` lists every field of KIND's config with its
+default (those after --config when given)."""
 
 
 @dataclass
 class EvalArgs:
-    checkpoint: Annotated[str, tyro.conf.Positional]
+    checkpoint: Annotated[str, tyro.conf.Positional, tyro.conf.arg(metavar="CHECKPOINT")]
     """checkpoint written by `policies train` (best.ckpt or last.ckpt)"""
     episodes: int = 100
     """episodes (seeds seed, seed + 1, ...)"""
@@ -44,64 +46,40 @@ class EvalArgs:
     action_horizon: int = 0
     """actions executed from each predicted chunk before predicting again (0: the checkpoint's;
     at most pred_horizon - obs_horizon + 1); fewer react sooner, more act smoother"""
-    video: str = ""
-    """folder for tiled mp4 videos (empty: none)"""
+    video: Annotated[str | None, tyro.conf.arg(metavar="DIR", help_behavior_hint="(default: no videos)")] = None
+    """folder for tiled mp4 videos"""
     device: str = "auto"
     """torch device of the policy: auto (cuda when available), cpu, cuda, cuda:1, ..."""
-    json: str = ""
+    json: Annotated[str | None, tyro.conf.arg(metavar="PATH", help_behavior_hint="(default: none)")] = None
     """also write the results to this JSON file"""
     executor: str = "local"
     """local (this process and its num_workers env processes) or ray (Ray actors, each with an env of
     num_envs and its copy of the policy; pip install -e ".[ray]")"""
-    address: str = ""
-    """the Ray cluster to join, e.g. HEAD:6379 (empty: a local Ray started for the run)"""
-    workers: int = 0
-    """Ray actors (0: one per CPU of the cluster, per render slot for camera policies)"""
+    address: Annotated[str | None, tyro.conf.arg(metavar="ADDR", help_behavior_hint="(default: a local Ray started for the run)")] = None
+    """the Ray cluster to join, e.g. HEAD:6379"""
+    workers: Annotated[int | None, tyro.conf.arg(metavar="INT", help_behavior_hint="(default: one per CPU of the cluster, per render slot for camera policies)")] = None
+    """Ray actors"""
 
     def __post_init__(self) -> None:
+        if not Path(self.checkpoint).is_file():
+            raise ValueError(f"{self.checkpoint}: no such file")
         if self.episodes <= 0 or self.num_envs <= 0 or self.num_workers <= 0:
             raise ValueError("--episodes, --num-envs and --num-workers must be > 0")
         if self.action_horizon < 0:
             raise ValueError(f"--action-horizon must be >= 0, got {self.action_horizon}")
-        if self.workers < 0:
-            raise ValueError(f"--workers must be >= 0, got {self.workers}")
+        if self.workers is not None and self.workers < 1:
+            raise ValueError(f"--workers must be >= 1, got {self.workers}")
         from envs.executor import parse_executor
 
-        parse_executor(self.executor, self.address or None)
-
-
-def _parse(cls: type, argv: list[str], **kwargs: Any) -> Any:
-    """tyro.cli, with its error box (exit 2) turned into one ValueError line."""
-    captured = io.StringIO()
-    try:
-        with contextlib.redirect_stderr(captured):
-            return tyro.cli(cls, args=argv, **kwargs)
-    except SystemExit as e:
-        if e.code == 0:
-            raise
-        blocks, block = [], []  # the box's text, split at its separator lines (plain or drawn)
-        for ln in captured.getvalue().splitlines():
-            if ln.lstrip().startswith("╭"):
-                continue  # the drawn box's title
-            ln = re.sub(r"^[\s│|╭╰]+|[\s│|╮╯]+$", "", ln).strip("─ ")
-            if ln and set(ln) - set("-─"):
-                block.append(ln)
-            elif block:
-                blocks, block = blocks + [block], []
-        blocks += [block] if block else []
-        text = next((b for b in blocks if not (len(b) == 1 and b[0].lower().endswith(("error", "options")))), [])
-        message = " ".join(text) or "invalid arguments"
-        if message.startswith("Missing from"):
-            message = "missing required argument"
-        raise ValueError(re.sub(r"^Error parsing (?!--)[^:]+: ", "", message)) from None  # keep flag names
+        parse_executor(self.executor, self.address)
 
 
 def _train(argv: list[str]) -> int:
     if argv[:1] in (["-h"], ["--help"]):
-        print(f"{USAGE}\n\npolicies: {', '.join(RUNS)}; `policies train KIND --help` lists every field of its config")
+        print(TRAIN_USAGE)
         return 0
     if not argv or argv[0].startswith("-"):
-        raise ValueError(f"policies train needs a policy: {', '.join(RUNS)}")
+        raise ValueError(f"policies train: a policy is required: {', '.join(RUNS)} (see policies train --help)")
     kind, rest = argv[0], argv[1:]
     config = None
     if "--config" in rest:
@@ -110,8 +88,8 @@ def _train(argv: list[str]) -> int:
             raise ValueError("--config needs a file")
         config, rest = rest[i + 1], rest[:i] + rest[i + 2 :]
     default = load_run(kind, config)
-    run = _parse(type(default), rest, default=default, prog=f"policies train {kind}",
-                 description=f"Train a {kind} policy. Options after --config override the file.")
+    run = parse(type(default), rest, default=default, prog=f"policies train {kind}",
+                description=f"Train a {kind} policy. Options after --config override the file.")
     from policies.train import train  # heavy imports only once the config is valid
 
     results = train(run)
@@ -120,8 +98,7 @@ def _train(argv: list[str]) -> int:
     return 0
 
 
-def _eval(argv: list[str]) -> int:
-    args = _parse(EvalArgs, argv, prog="policies eval", description="Evaluate a checkpoint in the batched simulator.")
+def _eval(args: EvalArgs) -> int:
     import torch
 
     from policies.evaluate import evaluate, summary
@@ -132,7 +109,7 @@ def _eval(argv: list[str]) -> int:
     if args.action_horizon:  # the policy config validates it against the checkpoint's horizons
         policy.cfg = dataclasses.replace(policy.cfg, action_horizon=args.action_horizon)
     result = evaluate(policy, module.env, args.episodes, args.num_envs, args.num_workers, args.seed,
-                      args.max_episode_steps, args.video or None, args.executor, args.address or None, args.workers or None)
+                      args.max_episode_steps, args.video, args.executor, args.address, args.workers)
     result.update(checkpoint=args.checkpoint, env_id=module.env["env_id"], obs_mode=module.spec.obs_mode,
                   control_mode=module.env["control_mode"], policy=module.run_cfg.kind.value,
                   action_horizon=policy.cfg.action_horizon)
@@ -143,20 +120,14 @@ def _eval(argv: list[str]) -> int:
     return 0
 
 
+COMMANDS = {
+    "train": Command("train a policy (" + ", ".join(RUNS) + ") on demonstrations", _train),
+    "eval": Command("evaluate a checkpoint in the batched simulator", _eval, EvalArgs),
+}
+
+
 def main(argv: list[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    commands = {"train": _train, "eval": _eval}
-    if not argv or argv[0] in ("-h", "--help"):
-        print(USAGE)
-        return 0 if argv else 2
-    if argv[0] not in commands:
-        print(f"error: unknown command {argv[0]!r}; allowed: {', '.join(commands)}", file=sys.stderr)
-        return 2
-    try:
-        return commands[argv[0]](argv[1:])
-    except (ValueError, FileNotFoundError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+    return run_cli("policies", "Train imitation policies on demonstrations and evaluate their checkpoints.", COMMANDS, argv)
 
 
 if __name__ == "__main__":

@@ -1,10 +1,10 @@
 """Demonstrations in memory: observations and actions of every episode as tensors, an
 episode-level seeded train/val split, and windows of observation histories and action chunks.
 
-Reads this project's trajectory files and ManiSkill-layout ones alike (traj_<i>/actions, traj_<i>/obs
-as a flat state dataset or a tree with agent/extra and images under ManiSkill's `sensor_data/<camera>/`,
-a JSON sidecar with env_info). The HDF5 file is read through `replay.trajectory.TrajectoryFile`,
-which opens lazily in the process that reads (fork-safe).
+Reads this project's trajectory files and ManiSkill-layout ones alike (each episode's actions and
+obs: a flat state array or a tree with agent/extra and images under ManiSkill's `sensor_data/<camera>/`,
+a JSON sidecar with env_info) through `replay.trajectory.TrajectoryFile.demo`, which opens the
+file lazily in the process that reads (fork-safe).
 
 Windows follow the diffusion-policy convention: the sample for decision step t of an episode of
 T actions has observations t - To + 1 .. t and actions t - To + 1 .. t - To + Tp. Indices before
@@ -144,9 +144,9 @@ def describe(obs: Any, actions: np.ndarray, cfg: DatasetConfig) -> ObsSpec:
                              "for named entries use dataset.obs_mode state_dict)")
         return ObsSpec(mode.value, int(np.shape(obs)[-1]), int(actions.shape[-1]))
     if mode is ObsMode.STATE_DICT and not isinstance(obs, dict):
-        raise ValueError("dataset.obs_mode state_dict needs observations with named entries (replay convert --obs state_dict)")
+        raise ValueError("dataset.obs_mode state_dict needs observations with named entries (replay convert --obs-mode state_dict)")
     if mode.visual and (not isinstance(obs, dict) or not _camera_tree(obs)):
-        raise ValueError(f"dataset.obs_mode {mode.value} needs camera observations in the data (replay convert --obs {mode.value})")
+        raise ValueError(f"dataset.obs_mode {mode.value} needs camera observations in the data (replay convert --obs-mode {mode.value})")
     derived = tuple(cfg.derived)
     leaves = with_derived(_state_leaves(obs), derived)
     paths = _paths(leaves, tuple(cfg.state_keys) + tuple(f"derived/{n}" for n in derived))
@@ -230,25 +230,25 @@ class DemoData:
         perturbed = False  # any episode with reference_actions
         self.spec: ObsSpec | None = None
         for entry in entries:
-            g = file.h5[f"traj_{entry['episode_id']}"]
-            if "obs" not in g:
-                raise ValueError(f"{path}: traj_{entry['episode_id']} has no obs (generate with --obs-mode state, or replay convert)")
-            obs = _read(g["obs"])
+            eid = entry["episode_id"]
+            demo = file.demo(eid)
+            if demo.obs is None:
+                raise ValueError(f"{path}: episode {eid} has no obs (generate with --obs-mode state, or replay convert)")
             # a perturbed conversion (replay convert --action-noise): the expert's corrective action
             # now, and its noise-free path after (`plan`), rather than what was executed
-            act = g["expert_actions" if "expert_actions" in g else "actions"][()].astype(np.float32)
-            plan = g["reference_actions"][()].astype(np.float32) if "reference_actions" in g else None
+            act = (demo.expert_actions if demo.expert_actions is not None else demo.actions).astype(np.float32)
+            plan = demo.reference_actions.astype(np.float32) if demo.reference_actions is not None else None
             perturbed |= plan is not None
             if self.spec is None:
-                self.spec = describe(obs, act, cfg)
-            x = extract(obs, self.spec)
+                self.spec = describe(demo.obs, act, cfg)
+            x = extract(demo.obs, self.spec)
             if len(x["state"]) != len(act) + 1:
-                raise ValueError(f"{path}: traj_{entry['episode_id']} has {len(x['state'])} obs for {len(act)} actions")
+                raise ValueError(f"{path}: episode {eid} has {len(x['state'])} obs for {len(act)} actions")
             states.append(x["state"])
             if "images" in x:
                 images.append(x["images"])
             if self.spec.aux_dim:
-                auxes.append(extract_aux(obs, self.spec))
+                auxes.append(extract_aux(demo.obs, self.spec))
             actions.append(torch.from_numpy(act))
             plans.append(actions[-1] if plan is None else torch.from_numpy(plan))
             lengths.append(len(act))
@@ -271,10 +271,10 @@ class DemoData:
         try:
             if not file.episodes:
                 raise ValueError(f"{path}: no episodes")
-            g = file.h5[f"traj_{file.episodes[0]['episode_id']}"]
-            if "obs" not in g:
+            demo = file.demo(file.episodes[0]["episode_id"])
+            if demo.obs is None:
                 raise ValueError(f"{path}: episodes have no obs (generate with --obs-mode state, or replay convert)")
-            return describe(_read(g["obs"]), g["actions"][()], cfg), env_info(file)
+            return describe(demo.obs, demo.actions, cfg), env_info(file)
         finally:
             file.close()
 
@@ -317,14 +317,6 @@ def split_episodes(num_episodes: int, val_fraction: float, seed: int) -> tuple[l
     if val_fraction > 0 and num_episodes >= 2:
         n_val = max(1, min(n_val, num_episodes - 1))
     return sorted(order[n_val:]), sorted(order[:n_val])
-
-
-def _read(node) -> Any:
-    import h5py
-
-    if isinstance(node, h5py.Dataset):
-        return node[()]
-    return {k: _read(v) for k, v in node.items()}
 
 
 def gather(store: dict[str, torch.Tensor | None], table: dict[str, torch.Tensor], idx: torch.Tensor, hold_still: bool) -> dict[str, torch.Tensor]:

@@ -11,7 +11,7 @@
 # there needs `prelude.sh plan`, under which lightning does not import).
 #
 # Demos are made once in pd_joint_pos (`demos generate --obs-mode state`), then converted with
-# `replay convert --control pd_ee_delta_pos` (state obs; rgb obs for the image policy): TCP-space
+# `replay convert --control-mode pd_ee_delta_pos` (state obs; rgb obs for the image policy): TCP-space
 # actions generalise over goals where absolute joint targets make the policy learn the arm's inverse
 # kinematics from 100 examples (PickCube 0.45 against 0.30 at the end on the H200). StackCube's go to pd_ee_delta_pose
 # (STACK_CONTROL): its planner turns the wrist after the grasp, which the position-only controller
@@ -72,11 +72,11 @@ demo() {  # demo TASK VAR [OBS [CTRL [SEEDS]]]: the file in $VAR, else N demos o
   [ -f "$file" ] && { echo "$file"; return; }
   # the clean conversion and the perturbed copies (DART, one per seed, merged with the clean one) run at once
   local parts=("$clean") pids=() s log=$OUT/convert_$1_$obs
-  [ -f "$clean" ] || { "$PY" -m replay.cli convert "$raw" --obs "$obs" --control "$ctrl" --out "$clean" --workers "$WORKERS" \
+  [ -f "$clean" ] || { "$PY" -m replay.cli convert "$raw" --obs-mode "$obs" --control-mode "$ctrl" --out "$clean" --workers "$WORKERS" \
     --no-progress >"$log.log" 2>&1 & pids+=($!); }
   for s in $noise_seeds; do
     parts+=("$base.$obs.$ctrl.noise$NOISE-$s.h5")
-    [ -f "${parts[-1]}" ] || { "$PY" -m replay.cli convert "$raw" --obs "$obs" --control "$ctrl" --action-noise "$NOISE" \
+    [ -f "${parts[-1]}" ] || { "$PY" -m replay.cli convert "$raw" --obs-mode "$obs" --control-mode "$ctrl" --action-noise "$NOISE" \
       --noise-seed "$s" --out "${parts[-1]}" --workers "$WORKERS" --no-progress >"$log.noise-$s.log" 2>&1 & pids+=($!); }
   done
   for s in "${pids[@]}"; do wait "$s" || { echo "a $obs/$ctrl conversion of $1 failed (see $log*.log)" >&2; return 1; }; done

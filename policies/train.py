@@ -135,7 +135,8 @@ def train(run: RunConfig, callbacks: Sequence[L.Callback] = ()) -> dict[str, Any
             enable_progress_bar=run.train.progress_bar, enable_model_summary=False, default_root_dir=out,
         )
         start = time.monotonic()
-        trainer.fit(module, dm, ckpt_path=str(resume_from) if run.train.resume else None)
+        # our own checkpoint (config, normaliser, env): loaded whole, as load_policy does
+        trainer.fit(module, dm, ckpt_path=str(resume_from) if run.train.resume else None, weights_only=False)
     if not best.best_model_path and not last.is_file():  # stopped (max_minutes) before the first validation
         trainer.save_checkpoint(last)
     if not trainer.is_global_zero:

@@ -7,7 +7,7 @@ import torch
 
 from envs.core.pose import pose_mul
 from replay.control import ConvertLimits
-from replay.observe import state_at
+from replay.batch import open_loop, start
 from replay.trajectory import Episode
 
 
@@ -18,9 +18,7 @@ def check_replay(env, episodes: list[Episode], limits: ConvertLimits) -> list[tu
     recorded state)."""
     base = env.unwrapped
     k = len(episodes)
-    padded = episodes + [episodes[-1]] * (base.num_envs - k)
-    base.reset(seed=[e.seed for e in padded])
-    base.set_state_dict(state_at(padded, 0))
+    padded = start(env, episodes)
     agent = base.agent
     dof = agent.dof
     name = agent.name
@@ -32,11 +30,7 @@ def check_replay(env, episodes: list[Episode], limits: ConvertLimits) -> list[tu
         tcps.append(pose_mul(root, agent.tcp_pose_root(q))[:, :3].float().numpy())
     lost: list[tuple[int, float, float] | None] = [None] * k
     success = [False] * k
-    action = torch.zeros(base.num_envs, padded[0].actions.shape[1])
-    for t in range(max(e.length for e in episodes)):
-        for i, e in enumerate(padded):
-            action[i] = torch.from_numpy(e.actions[min(t, e.length - 1)])
-        _, _, _, _, info = base.step(action)
+    for t, (*_, info) in open_loop(env, padded):
         tcp = agent.tcp_pose[:, :3].numpy()
         actors = {a: g.pose()[:, :3].numpy() for a, g in base.world.actors.items() if a in padded[0].env_states["actors"]}
         for i, e in enumerate(episodes):

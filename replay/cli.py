@@ -1,88 +1,105 @@
 """`replay`: convert, split and subset trajectory files.
 
-    replay convert FILE [--obs MODE] [--control MODE] [--out PATH] [--num-envs B] [--workers W]
+    replay convert FILE [--obs-mode MODE] [--control-mode MODE] [--out PATH] [--num-envs B] [--workers W]
                    [--count K] [--use-env-states] [--allow-failure] [--cam-width W --cam-height H]
                    [--overwrite | --resume] [--executor local|ray [--address ADDR]]
     replay split FILE --val 0.1 [--seed 0] [--out-dir DIR]
     replay subset FILE OUT [--count K] [--success-only]
-    replay merge OUT IN [IN ...]
+    replay merge OUT IN [IN ...] [--overwrite]
     replay export FILE --format lerobot --out DIR [--fps F] [--task TEXT] [--video] [--camera NAME ...]
                   [--overwrite]
 
+The flags are generated from the dataclasses below and the configs they hold (envs/cli.py).
 Bad input (a missing or non-trajectory file, a sidecar that does not match its HDF5 file, an
-unknown mode or env id) gets one line on stderr, exit code 2, and nothing is written.
+unknown mode or env id) gets one `error:` line on stderr, exit code 2, and nothing is written.
 """
 
-from __future__ import annotations
-
-import argparse
 import sys
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Literal
 
-from envs.modes import ObsMode
+import tyro
+
+from envs.cli import Command
+from envs.cli import main as run_cli
+
+if TYPE_CHECKING:
+    from replay.convert import ConvertConfig
+    from replay.lerobot import ExportConfig
+
+Positional = tyro.conf.Positional
+Flat = tyro.conf.arg(name="")  # a config's fields as the command's own flags, without a prefix
+ALIASES = {"--obs": "--obs-mode", "--control": "--control-mode"}  # old spellings, still accepted
 
 
-def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="replay", description="Convert, split and subset trajectory files.")
-    sub = p.add_subparsers(dest="command", required=True)
-    c = sub.add_parser("convert", help="the same episodes in another obs and/or control mode")
-    c.add_argument("file", type=Path, help="input trajectory .h5 (never modified)")
-    c.add_argument("--obs", help=f"obs mode: {', '.join(m.value for m in ObsMode)} (default: the input's)")
-    c.add_argument("--control", help="control mode: pd_joint_pos, pd_joint_delta_pos, pd_ee_delta_pos, pd_ee_delta_pose, pd_ee_pose (default: the input's)")
-    c.add_argument("--out", type=Path, help="output .h5 (default: FILE's name + .OBS.CONTROL.h5, beside it)")
-    c.add_argument("--num-envs", type=int, help="episodes converted at once in one batched env (default 64; 16 for camera modes)")
-    c.add_argument("--workers", type=int, help="workers, each converting batches (default 1; with --executor ray, "
-                                               "one per CPU of the cluster)")
-    c.add_argument("--count", type=int, help="convert only the first K episodes")
-    c.add_argument("--use-env-states", action="store_true", help="obs-only conversion: trust the recorded states, skip checking that the actions replay to success")
-    c.add_argument("--allow-failure", action="store_true", help="also write episodes whose conversion failed (marked unsuccessful)")
-    c.add_argument("--cam-width", type=int, help="camera image width (camera obs modes)")
-    c.add_argument("--cam-height", type=int, help="camera image height (camera obs modes)")
-    c.add_argument("--action-noise", type=float, default=0.0, metavar="STD",
-                   help="DART-style perturbed conversion: execute each converted action plus Gaussian noise of this std "
-                        "(target mode's action units, arm only) and keep the noise-free corrective actions as "
-                        "expert_actions, which policies train on (default 0: none)")
-    c.add_argument("--noise-seed", type=int, default=0, help="seed of --action-noise (default 0)")
-    c.add_argument("--overwrite", action="store_true", help="replace an existing output (or an interrupted one's OUT.part.h5)")
-    c.add_argument("--resume", action="store_true", help="continue an interrupted conversion (its OUT.part.h5)")
-    c.add_argument("--no-progress", action="store_true", help="no progress bar")
-    c.add_argument("--executor", default="local", help="local (worker processes on this machine, default) or ray "
-                                                       '(Ray actors on a cluster; pip install -e ".[ray]")')
-    c.add_argument("--address", help="the Ray cluster to join, e.g. HEAD:6379 (default: a local Ray started for the run)")
-    s = sub.add_parser("split", help="episode-level train/val files FILE.train.h5 and FILE.val.h5")
-    s.add_argument("file", type=Path)
-    s.add_argument("--val", type=float, required=True, help="fraction of episodes for validation, e.g. 0.1")
-    s.add_argument("--seed", type=int, default=0)
-    s.add_argument("--out-dir", type=Path, help="where to write (default: beside FILE)")
-    b = sub.add_parser("subset", help="the first K episodes, or the successful ones, into OUT")
-    b.add_argument("file", type=Path)
-    b.add_argument("out", type=Path)
-    b.add_argument("--count", type=int)
-    b.add_argument("--success-only", action="store_true")
-    m = sub.add_parser("merge", help="join files of one task and control mode, renumbering episodes")
-    m.add_argument("out", type=Path)
-    m.add_argument("inputs", type=Path, nargs="+")
-    e = sub.add_parser("export", help="the episodes as a dataset of another library's format (LeRobot v3.0)")
-    e.add_argument("file", type=Path, help="input trajectory .h5 (never modified)")
-    e.add_argument("--format", choices=["lerobot"], default="lerobot", help="output format (default lerobot: LeRobot dataset v3.0)")
-    e.add_argument("--out", type=Path, required=True, help="output folder (written as DIR.partial, renamed when complete)")
-    e.add_argument("--fps", type=int, help="frames per second (default: the env's control frequency)")
-    e.add_argument("--task", help="the task's instruction text (default: the task's one-line description)")
-    e.add_argument("--video", action="store_true", help="camera images as AV1 mp4 files under videos/ (default: PNG in the parquet rows)")
-    e.add_argument("--camera", action="append", help="export this camera's rgb images (repeatable; default: every camera)")
-    e.add_argument("--overwrite", action="store_true", help="replace an existing output folder")
-    e.add_argument("--no-progress", action="store_true", help="no progress bar")
-    return p
+def _convert_args() -> type:
+    from replay.convert import ConvertConfig
+
+    @dataclass
+    class ConvertArgs:
+        config: Annotated[ConvertConfig, Flat]
+        no_progress: bool = False
+        """no progress bar"""
+
+    return ConvertArgs
+
+
+def _export_args() -> type:
+    from replay.lerobot import ExportConfig
+
+    @dataclass
+    class ExportArgs:
+        config: Annotated[ExportConfig, Flat]
+        format: Literal["lerobot"] = "lerobot"
+        """output format (lerobot: LeRobot dataset v3.0)"""
+        no_progress: bool = False
+        """no progress bar"""
+
+    return ExportArgs
+
+
+@dataclass
+class SplitArgs:
+    file: Annotated[Path, Positional, tyro.conf.arg(metavar="FILE")]
+    """trajectory .h5 to split (never modified)"""
+    val: float
+    """fraction of episodes for validation, e.g. 0.1"""
+    seed: int = 0
+    """seed of the episode-level split"""
+    out_dir: Annotated[Path | None, tyro.conf.arg(metavar="DIR", help_behavior_hint="(default: beside FILE)")] = None
+    """where to write FILE.train.h5 and FILE.val.h5"""
+
+
+@dataclass
+class SubsetArgs:
+    file: Annotated[Path, Positional, tyro.conf.arg(metavar="FILE")]
+    """trajectory .h5 (never modified)"""
+    out: Annotated[Path, Positional, tyro.conf.arg(metavar="OUT")]
+    """the subset's .h5"""
+    count: Annotated[int | None, tyro.conf.arg(metavar="K", help_behavior_hint="(default: every episode)")] = None
+    """keep the first K episodes (after --success-only)"""
+    success_only: bool = False
+    """keep the successful episodes only"""
+
+
+@dataclass
+class MergeArgs:
+    out: Annotated[Path, Positional, tyro.conf.arg(metavar="OUT")]
+    """the merged .h5"""
+    inputs: Annotated[list[Path], Positional, tyro.conf.arg(metavar="IN")]
+    """files of one task and control mode to join"""
+    overwrite: bool = False
+    """replace an existing OUT"""
 
 
 def _export(args) -> int:
     from tqdm import tqdm
 
-    from replay.lerobot import ExportConfig, export_lerobot
+    from replay.lerobot import export_lerobot
     from replay.trajectory import read_meta
 
-    cfg = ExportConfig(file=args.file, out=args.out, fps=args.fps, task=args.task, video=args.video,
-                       cameras=args.camera, overwrite=args.overwrite)
+    cfg: ExportConfig = args.config
     total = len(read_meta(cfg.file)["episodes"])
     try:
         with tqdm(total=total, unit="ep", desc="export", dynamic_ncols=True, disable=args.no_progress) as bar:
@@ -102,16 +119,9 @@ def _convert(args) -> int:
     torch.set_num_threads(1)  # the env's torch work is small; a second thread only spins on a core the physics needs
     from tqdm import tqdm
 
-    from replay.control import ActionNoise
-    from replay.convert import ConvertConfig, run
+    from replay.convert import run
 
-    cfg = ConvertConfig(
-        file=args.file, obs=args.obs, control=args.control, out=args.out, num_envs=args.num_envs,
-        workers=args.workers, count=args.count, use_env_states=args.use_env_states,
-        allow_failure=args.allow_failure, cam_width=args.cam_width, cam_height=args.cam_height,
-        overwrite=args.overwrite, noise=ActionNoise(args.action_noise, seed=args.noise_seed),
-        executor=args.executor, address=args.address, resume=args.resume,
-    )
+    cfg: ConvertConfig = args.config
     what = f"{cfg.env_id} {cfg.source_obs.value}/{cfg.source_control.value} -> {cfg.obs_mode.value}/{cfg.control_mode.value}"
     bar = tqdm(total=len(cfg.episode_ids), unit="ep", desc=what, dynamic_ncols=True, disable=args.no_progress)
     try:
@@ -131,7 +141,7 @@ def _convert(args) -> int:
 
 
 def _split(args) -> int:
-    from replay.subsets import split_file
+    from replay.trajectory import split_file
 
     train, val, n_train, n_val = split_file(args.file, args.val, args.seed, args.out_dir)
     print(f"{train}: {n_train} episodes\n{val}: {n_val} episodes")
@@ -139,36 +149,32 @@ def _split(args) -> int:
 
 
 def _subset(args) -> int:
-    from replay.subsets import subset_file
+    from replay.trajectory import subset_file
 
-    _check_out(args.out, [args.file])
     n = subset_file(args.file, args.out, args.count, args.success_only)
     print(f"{args.out}: {n} episodes")
     return 0
 
 
 def _merge(args) -> int:
-    from replay.ops import merge_files
+    from replay.trajectory import merge_files
 
-    _check_out(args.out, args.inputs)
-    n = merge_files(args.inputs, args.out)
+    n = merge_files(args.inputs, args.out, args.overwrite)
     print(f"{args.out}: {n} episodes from {len(args.inputs)} files")
     return 0
 
 
-def _check_out(out: Path, inputs: list[Path]) -> None:
-    if out.resolve() in {p.resolve() for p in inputs}:
-        raise ValueError("the output must not be one of the inputs")
+COMMANDS = {
+    "convert": Command("the same episodes in another obs and/or control mode", _convert, _convert_args, ALIASES),
+    "split": Command("episode-level train/val files FILE.train.h5 and FILE.val.h5", _split, SplitArgs),
+    "subset": Command("the first K episodes, or the successful ones, into OUT", _subset, SubsetArgs),
+    "merge": Command("join files of one task and control mode, renumbering episodes", _merge, MergeArgs),
+    "export": Command("the episodes as a dataset of another library's format (LeRobot v3.0)", _export, _export_args),
+}
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
-    commands = {"convert": _convert, "split": _split, "subset": _subset, "merge": _merge, "export": _export}
-    try:
-        return commands[args.command](args)
-    except (ValueError, OSError, RuntimeError) as e:  # TrajectoryError is a ValueError
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+    return run_cli("replay", "Convert, split and subset trajectory files.", COMMANDS, argv)
 
 
 if __name__ == "__main__":

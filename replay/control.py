@@ -35,13 +35,16 @@ at most `max_corrections` times per episode. The gripper dim is copied from the 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from typing import Annotated, Callable
 
 import numpy as np
 import torch
+import tyro
 
 from envs.core.pose import pose_mul, quat_conj, quat_mul, quat_to_euler_xyz
+from envs.core.tree import stack, to_numpy
 from envs.modes import ControlMode
+from replay.batch import start
 from replay.trajectory import Episode
 
 # ---- one pure function per target mode ------------------------------------------------------
@@ -194,9 +197,14 @@ class ActionNoise:
     does. Each episode draws from its own generator (seed, episode seed): the same noise
     whatever the batching."""
 
-    std: float = 0.0
-    correlation: float = 0.8
-    seed: int = 0
+    std: Annotated[float, tyro.conf.arg(name="action-noise", prefix_name=False, metavar="STD")] = 0.0
+    """DART-style perturbed conversion: execute each converted action plus Gaussian noise of this std
+    (target mode's action units, arm only) and keep the noise-free corrective actions as
+    expert_actions, which policies train on (0: none)"""
+    correlation: Annotated[float, tyro.conf.arg(name="noise-correlation", prefix_name=False)] = 0.8
+    """AR(1) correlation of --action-noise over steps, in [0, 1)"""
+    seed: Annotated[int, tyro.conf.arg(name="noise-seed", prefix_name=False)] = 0
+    """seed of --action-noise"""
 
     def __post_init__(self) -> None:
         if not self.std >= 0:
@@ -227,17 +235,6 @@ def reference_targets(episode: Episode, agent_name: str, arm: list[int], dof: in
     if targets is None:
         targets = episode.env_states["articulations"][agent_name][:, 13 : 13 + dof]
     return targets[:, arm]
-
-
-def _to_numpy(tree):
-    return {k: _to_numpy(v) for k, v in tree.items()} if isinstance(tree, dict) else tree.numpy()
-
-
-def _stack_steps(history: list):
-    """A list of per-step trees of (N, ...) arrays -> one tree of (S, N, ...) arrays."""
-    if isinstance(history[0], dict):
-        return {k: _stack_steps([h[k] for h in history]) for k in history[0]}
-    return np.stack(history)
 
 
 def _env_rows(tree, i: int, steps: int):
@@ -273,12 +270,7 @@ def convert_batch(
     base = env.unwrapped
     agent = base.agent
     n, k = base.num_envs, len(episodes)
-    padded = episodes + [episodes[-1]] * (n - k)
-    base.reset(seed=[e.seed for e in padded])
-    base.set_state_dict(
-        {g: {name: torch.from_numpy(np.stack([e.env_states[g][name][0] for e in padded])) for name in padded[0].env_states[g]}
-         for g in padded[0].env_states}
-    )
+    padded = start(env, episodes)
     dof, name, rows = agent.dof, agent.name, np.arange(n)
     lengths = np.array([e.length for e in padded])
     refs = _padded([reference_targets(e, name, agent.arm, dof) for e in padded])  # (N, T + 1, n_arm)
@@ -293,8 +285,8 @@ def convert_batch(
     if noisy:
         gens, keep, drift = noise.generators([e.seed for e in padded]), noise.correlation, None
 
-    states = [_to_numpy(base.get_state_dict())]
-    obs_hist = [_to_numpy(base.get_obs(base.evaluate()))] if record_obs else []
+    states = [to_numpy(base.get_state_dict())]
+    obs_hist = [to_numpy(base.get_obs(base.evaluate()))] if record_obs else []
     actions, labels, plans, success, fail, rewards = [], [], [], [], [], []
     pos = np.zeros(n, int)  # the next source action to imitate
     corrections, settled, recorded = np.zeros(n, int), np.zeros(n, int), np.zeros(n, int)
@@ -316,9 +308,9 @@ def convert_batch(
             drift = fresh if drift is None else keep * drift + (1 - keep * keep) ** 0.5 * fresh
             action = torch.cat((saturate(arm + drift, mode)[0], grip), 1)
         obs, reward, _, _, info = base.step(action)
-        states.append(_to_numpy(base.get_state_dict()))
+        states.append(to_numpy(base.get_state_dict()))
         if record_obs:
-            obs_hist.append(_to_numpy(obs))
+            obs_hist.append(to_numpy(obs))
         actions.append(action.numpy())
         ok = info["success"].numpy()
         success.append(ok)
@@ -351,8 +343,8 @@ def convert_batch(
         if on_done and finished.any():
             on_done(int(finished.sum()))
 
-    states_all = _stack_steps(states)  # (S + 1, N, ...)
-    obs_all = _stack_steps(obs_hist) if record_obs else None
+    states_all = stack(states)  # (S + 1, N, ...)
+    obs_all = stack(obs_hist) if record_obs else None
     steps = (np.stack(actions), np.stack(success), np.stack(fail), np.stack(rewards))  # (S, N, ...)
     expert, plan = (np.stack(labels), np.stack(plans)) if noisy else (None, None)
     out = []

@@ -13,51 +13,67 @@ Ray actors, envs/executor.py):
 3. observations (when an obs mode other than none is asked for): every state of the
    (converted) episode is restored and observed (replay/observe.py).
 
-The input is never opened for writing. The output is written as OUT.part.h5, committed as batches
-land, and renamed to OUT when complete; its sidecar records what it was converted from. An
-interrupted conversion leaves OUT.part.h5, which `resume` continues after its last episode.
+The input is never opened for writing. The output is written as OUT.pending.h5, committed as
+batches land, and renamed to OUT when complete (`replay.trajectory.Output`, the commit protocol
+`demos generate` shares); its sidecar records what it was converted from. An interrupted
+conversion leaves OUT.pending.h5, which `resume` continues after its last episode.
 """
 
 from __future__ import annotations
 
-import json
 import math
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Annotated, Any, Callable, Iterator
 
-import h5py
+import tyro
 
 from envs.core.registry import check_env_id
 from envs.executor import Executor, Lost, make_pool, parse_executor
 from envs.modes import ControlMode, ObsMode, parse_mode
 from replay.control import CONVERTIBLE, ActionNoise, ConvertLimits
 from replay.observe import OBS_UNITS
-from replay.trajectory import TrajectoryError, TrajectoryWriter, batch_env_kwargs, precompress, read_meta, sidecar_path
+from replay.trajectory import Output, TrajectoryWriter, batch_env_kwargs, check_sidecar, pending_path, precompress, read_meta
 
 POSITION_SOURCES = tuple(m for m in CONVERTIBLE if m is not ControlMode.PD_JOINT_VEL)  # drive targets are a position reference
 
 
 @dataclass
 class ConvertConfig:
-    file: Path
-    obs: str | None = None  # default: the source's obs mode
-    control: str | None = None  # default: the source's control mode
-    out: Path | None = None  # default: beside the input, named by obs and control mode
-    num_envs: int | None = None  # episodes per batch (default 64, 16 for camera modes)
-    workers: int | None = 1  # None: one per CPU of the Ray cluster (per render slot for camera modes)
-    count: int | None = None  # the first `count` episodes only
+    file: Annotated[Path, tyro.conf.Positional, tyro.conf.arg(metavar="FILE")]
+    """input trajectory .h5 (never modified)"""
+    obs: Annotated[str | None, tyro.conf.arg(name="obs-mode", metavar="MODE", help_behavior_hint="(default: the input's)",
+                                             help="obs mode: " + ", ".join(m.value for m in ObsMode))] = None
+    control: Annotated[str | None, tyro.conf.arg(name="control-mode", metavar="MODE", help_behavior_hint="(default: the input's)",
+                                                 help="control mode to convert to: " + ", ".join(m.value for m in CONVERTIBLE))] = None
+    out: Annotated[Path | None, tyro.conf.arg(metavar="PATH", help_behavior_hint="(default: FILE's name + .OBS.CONTROL.h5, beside it)")] = None
+    """output .h5"""
+    num_envs: Annotated[int | None, tyro.conf.arg(metavar="INT", help_behavior_hint="(default: 64; 16 for camera modes)")] = None
+    """episodes converted at once in one batched env"""
+    workers: Annotated[int | None, tyro.conf.arg(metavar="INT", help_behavior_hint="(default: 1; with --executor ray, one per CPU of the cluster)")] = 1
+    """workers, each converting batches"""
+    count: Annotated[int | None, tyro.conf.arg(metavar="K", help_behavior_hint="(default: every episode)")] = None
+    """convert only the first K episodes"""
     use_env_states: bool = False
+    """obs-only conversion: trust the recorded states, skip checking that the actions replay to success"""
     allow_failure: bool = False
-    cam_width: int | None = None
-    cam_height: int | None = None
+    """also write episodes whose conversion failed (marked unsuccessful)"""
+    cam_width: Annotated[int | None, tyro.conf.arg(metavar="W", help_behavior_hint="(default: the input's cameras)")] = None
+    """camera image width (camera obs modes)"""
+    cam_height: Annotated[int | None, tyro.conf.arg(metavar="H", help_behavior_hint="(default: the input's cameras)")] = None
+    """camera image height (camera obs modes)"""
     overwrite: bool = False
-    resume: bool = False  # continue the OUT.part.h5 of an interrupted conversion
-    limits: ConvertLimits = field(default_factory=ConvertLimits)
+    """replace an existing output (or an interrupted one's OUT.pending.h5)"""
+    resume: bool = False
+    """continue an interrupted conversion (its OUT.pending.h5)"""
+    limits: tyro.conf.Suppress[ConvertLimits] = field(default_factory=ConvertLimits)
     noise: ActionNoise = field(default_factory=ActionNoise)
-    executor: str = "local"  # local processes or ray (envs/executor.py)
-    address: str | None = None  # the Ray cluster's address (default: a local Ray started for the run)
+    """DART-style perturbed conversion (replay/control.py ActionNoise)"""
+    executor: str = "local"
+    """local (worker processes on this machine) or ray (Ray actors on a cluster; pip install -e ".[ray]")"""
+    address: Annotated[str | None, tyro.conf.arg(metavar="ADDR", help_behavior_hint="(default: a local Ray started for the run)")] = None
+    """the Ray cluster to join, e.g. HEAD:6379"""
 
     def __post_init__(self) -> None:
         self.executor_kind = parse_executor(self.executor, self.address)
@@ -83,7 +99,7 @@ class ConvertConfig:
             if self.use_env_states:
                 raise ValueError("--use-env-states applies to observation-only conversion (a control conversion replays its actions)")
         elif self.noise.std > 0:
-            raise ValueError("--action-noise needs a control conversion: give --control other than the source's "
+            raise ValueError("--action-noise needs a control conversion: give --control-mode other than the source's "
                              f"({self.source_control.value})")
         if self.num_envs is None:
             self.num_envs = 16 if self.obs_mode.visual else 64
@@ -102,27 +118,19 @@ class ConvertConfig:
                 raise ValueError("--cam-width and --cam-height must be >= 1")
         if not self.converts_control and self.obs_mode is self.source_obs and self.cam_width is None:
             raise ValueError(f"nothing to convert: {self.file} is already {self.obs_mode.value} / {self.control_mode.value}")
-        self._check_lengths()
+        check_sidecar(self.file)  # the episodes it lists are the HDF5 file's: one of the two is wrong otherwise
         if self.out is None:
             noisy = f".noise{self.noise.std:g}-{self.noise.seed}" if self.noise.std > 0 else ""
             self.out = self.file.with_name(f"{self.file.stem}.{self.obs_mode.value}.{self.control_mode.value}{noisy}.h5")
         self.out = Path(self.out)
         if self.out.resolve() == self.file.resolve():
             raise ValueError("the output must not be the input")
-        if self.resume and self.overwrite:
-            raise ValueError("--resume and --overwrite exclude each other")
-        if self.out.exists() and not self.overwrite:
-            raise ValueError(f"{self.out} exists: pass --overwrite to replace it")
-        if (self.part.exists() or sidecar_path(self.part).exists()) and not (self.resume or self.overwrite):
-            raise ValueError(f"{self.part} holds an interrupted conversion: pass --resume to continue it or --overwrite "
-                             "to start again")
-        if not self.out.parent.is_dir():
-            raise ValueError(f"{self.out.parent}: no such directory")
+        Output.check(self.out, self.resume, self.overwrite, whole=True)
 
     @property
     def part(self) -> Path:
         """Where the output is written until it is complete."""
-        return self.out.with_name(self.out.stem + ".part.h5")
+        return pending_path(self.out)
 
     @property
     def converts_control(self) -> bool:
@@ -147,28 +155,6 @@ class ConvertConfig:
         if obs_mode.visual and self.sensor_configs:
             kwargs["sensor_configs"] = self.sensor_configs
         return kwargs
-
-    def _check_lengths(self) -> None:
-        """The JSON sidecar must describe the HDF5 file: the same episodes, the same lengths.
-        (A reader may rebuild the metadata from the HDF5 file's own marks; a conversion still
-        refuses a sidecar that disagrees with it, since one of the two is wrong.)"""
-        side = sidecar_path(self.file)
-        try:
-            listed = json.loads(side.read_text())["episodes"] if side.is_file() else self.meta["episodes"]
-            listed = [(int(e["episode_id"]), e.get("elapsed_steps")) for e in listed]
-        except (ValueError, KeyError, TypeError) as e:
-            raise TrajectoryError(f"{side}: unreadable episode list ({e})") from None
-        with h5py.File(self.file, "r") as f:
-            groups = sorted(k for k in f.keys() if k.startswith("traj_"))
-            if len(groups) != len(listed):
-                raise TrajectoryError(f"{self.file}: the HDF5 file holds {len(groups)} episodes, its sidecar lists {len(listed)}")
-            for eid, steps in listed:
-                g = f.get(f"traj_{eid}")
-                if g is None or "actions" not in g or "env_states" not in g:
-                    raise TrajectoryError(f"{self.file}: sidecar lists episode {eid}, which the HDF5 file lacks or holds incomplete")
-                n = g["actions"].shape[0]
-                if steps is not None and n != steps:
-                    raise TrajectoryError(f"{self.file}: sidecar says episode {eid} has {steps} steps, the HDF5 file {n}")
 
 
 @dataclass
@@ -321,12 +307,11 @@ def run(cfg: ConvertConfig, on_done: Callable[[int], None] | None = None) -> Rep
     """Converts cfg.episode_ids into cfg.out; `on_done(n)` is called as n more episodes finish."""
     start = time.perf_counter()
     meta = _output_meta(cfg)
-    tmp = cfg.part
-    if not cfg.resume:
-        _remove(tmp)  # an earlier interrupted conversion's, with --overwrite
+    output = Output.plan(cfg.out, cfg.resume, cfg.overwrite, whole=True)
     failed: list[tuple[int, str]] = []
-    written = converted = 0
-    writer = TrajectoryWriter(tmp, meta, resume=cfg.resume)
+    converted = 0
+    complete = False
+    writer = output.writer(meta)
     try:
         ids = _remaining(cfg, writer, meta)
         size = min(cfg.num_envs, math.ceil(len(ids) / (cfg.workers or 1))) if ids else 1
@@ -338,22 +323,11 @@ def run(cfg: ConvertConfig, on_done: Callable[[int], None] | None = None) -> Rep
                 if (o.ok or cfg.allow_failure) and o.episode is not None:
                     o.episode.info = {**o.episode.info, "source_episode_id": o.source_id, "convert": o.reason}
                     writer.add_staged(o.episode, cfg.control_mode.value)
-                    written += 1
             writer.commit()  # batch by batch: what an interrupted run leaves is what --resume skips
-        writer.close()
-        if writer.num_episodes == 0:
-            raise _NothingConverted()
-        tmp.replace(cfg.out)
-        sidecar_path(tmp).replace(sidecar_path(cfg.out))
-        size_bytes = cfg.out.stat().st_size
-        out = cfg.out
-    except _NothingConverted:
-        out, size_bytes = None, 0
+        complete = True
     finally:
-        writer.close()
-        if writer.num_episodes == 0:
-            _remove(tmp)
-    return Report(out, converted, len(ids), failed, time.perf_counter() - start, size_bytes)
+        out = output.finish(writer, complete)  # nothing converted: nothing written
+    return Report(out, converted, len(ids), failed, time.perf_counter() - start, out.stat().st_size if out else 0)
 
 
 def _remaining(cfg: ConvertConfig, writer: TrajectoryWriter, meta: dict[str, Any]) -> list[int]:
@@ -371,24 +345,6 @@ def _remaining(cfg: ConvertConfig, writer: TrajectoryWriter, meta: dict[str, Any
     if last not in ids:
         raise ValueError(f"{cfg.part} ends with source episode {last}, which this run does not convert")
     return ids[ids.index(last) + 1 :]
-
-
-def _remove(path: Path) -> None:
-    """A trajectory file, its sidecar and any unfinished segments."""
-    from replay.trajectory import parts_dir
-
-    for p in (path, sidecar_path(path), path.with_name(path.name + ".tmp"),
-              sidecar_path(path).with_name(sidecar_path(path).name + ".tmp")):
-        p.unlink(missing_ok=True)
-    parts = parts_dir(path)
-    if parts.is_dir():
-        for p in parts.iterdir():
-            p.unlink()
-        parts.rmdir()
-
-
-class _NothingConverted(Exception):
-    pass
 
 
 def _output_meta(cfg: ConvertConfig) -> dict[str, Any]:

@@ -24,11 +24,12 @@ import os
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Annotated, Any, Callable
 
 import numpy as np
+import tyro
 
-from replay.trajectory import Episode, TrajectoryError, TrajectoryFile
+from replay.trajectory import Episode, TrajectoryError, TrajectoryFile, fsync_file
 from replay.video import AV1_MP4, FfmpegWriter
 
 CODEBASE_VERSION = "v3.0"
@@ -47,18 +48,25 @@ class ExportConfig:
     """`replay export FILE --format lerobot`: fps defaults to the env's control frequency, task to
     the first sentence of the task's description, cameras to every camera with rgb images."""
 
-    file: Path
-    out: Path
-    fps: int | None = None
-    task: str | None = None
+    file: Annotated[Path, tyro.conf.Positional, tyro.conf.arg(metavar="FILE")]
+    """input trajectory .h5 (never modified)"""
+    out: Annotated[Path, tyro.conf.arg(metavar="DIR")]
+    """output folder (written as DIR.partial, renamed when complete)"""
+    fps: Annotated[int | None, tyro.conf.arg(metavar="INT", help_behavior_hint="(default: the env's control frequency)")] = None
+    """frames per second"""
+    task: Annotated[str | None, tyro.conf.arg(metavar="TEXT", help_behavior_hint="(default: the task's one-line description)")] = None
+    """the task's instruction text"""
     video: bool = False
-    cameras: list[str] | None = None
+    """camera images as AV1 mp4 files under videos/ (otherwise PNG in the parquet rows)"""
+    cameras: Annotated[list[str], tyro.conf.arg(name="camera", metavar="NAME", help_behavior_hint="(default: every camera)"),
+                       tyro.conf.UseAppendAction] = field(default_factory=list)
+    """export this camera's rgb images (repeatable; empty: every camera)"""
     overwrite: bool = False
+    """replace an existing output folder"""
 
     def __post_init__(self) -> None:
         self.file, self.out = Path(self.file), Path(self.out)
-        if self.cameras is not None:
-            self.cameras = list(dict.fromkeys(self.cameras))  # a camera named twice is one feature
+        self.cameras = list(dict.fromkeys(self.cameras or ()))  # a camera named twice is one feature
         if self.fps is not None and int(self.fps) < 1:
             raise ValueError(f"--fps must be a positive integer, got {self.fps}")
         if self.task is not None and not self.task.strip():
@@ -107,7 +115,7 @@ def obs_layout(obs: Any, wanted: list[str] | None, where: str) -> Layout:
     """The features a file's observations give (`obs`: one episode's), or a TrajectoryError."""
     if obs is None:
         raise TrajectoryError(
-            f"{where} has no observations (obs mode none): add them first, e.g. `replay convert {where} --obs state` (or --obs rgb)"
+            f"{where} has no observations (obs mode none): add them first, e.g. `replay convert {where} --obs-mode state` (or --obs-mode rgb)"
         )
     if isinstance(obs, np.ndarray):
         if wanted:
@@ -176,14 +184,6 @@ def _json_stats(stats: dict[str, dict[str, np.ndarray]]) -> dict:
 
 
 # ---- writers ------------------------------------------------------------------------------------
-
-
-def _fsync(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 class _VideoWriter:
@@ -423,7 +423,7 @@ class _Exporter:
         self._write_meta()
         for p in self.root.rglob("*"):
             if p.is_file():
-                _fsync(p)
+                fsync_file(p)
         return ExportReport(self.root, len(self.episodes), self.frames, self.fps, list(self.features), len(self.traj.episodes) - len(ids))
 
     def _arrays(self, e: Episode, eid: int) -> dict[str, np.ndarray]:

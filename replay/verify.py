@@ -14,35 +14,17 @@ from pathlib import Path
 
 import gymnasium as gym
 import numpy as np
-import torch
 
 import envs  # noqa: F401  (registers)
 from envs.core.registry import check_env_id
+from envs.core.tree import row, stack
+from replay.batch import open_loop, start
 from replay.trajectory import Episode, TrajectoryFile, batch_env_kwargs
-
-
-def initial_state(episodes: list[Episode]) -> dict:
-    """The recorded first env state of each episode, stacked: group -> name -> (k, D)."""
-    first = episodes[0].env_states
-    return {
-        g: {name: torch.from_numpy(np.stack([e.env_states[g][name][0] for e in episodes])) for name in first[g]}
-        for g in first
-    }
 
 
 def fresh_env(env_id: str, env_kwargs: dict, episodes: list[Episode]):
     """A newly built env with one env per episode, each built as its episode was."""
     return gym.make(check_env_id(env_id), num_envs=len(episodes), **env_kwargs, **batch_env_kwargs(episodes)).unwrapped
-
-
-def _rows(tree, i: int):
-    return {k: _rows(v, i) if isinstance(v, dict) else v[i].numpy().copy() for k, v in tree.items()}
-
-
-def _stack(rows: list):
-    if isinstance(rows[0], dict):
-        return {k: _stack([r[k] for r in rows]) for k in rows[0]}
-    return np.stack(rows)
 
 
 def record_replay(env, episodes: list[Episode], record_obs: bool) -> list[Episode]:
@@ -52,30 +34,25 @@ def record_replay(env, episodes: list[Episode], record_obs: bool) -> list[Episod
     n = len(episodes)
     if env.num_envs != n:
         raise ValueError(f"record_replay needs one env per episode: {env.num_envs} envs for {n} episodes")
-    env.reset(seed=[e.seed for e in episodes])
-    env.set_state_dict(initial_state(episodes))
+    start(env, episodes)
     obs = env.get_obs(env.evaluate()) if record_obs else None
-    states = [[_rows(env.get_state_dict(), i)] for i in range(n)]
-    observed = [[_rows({"o": obs}, i)["o"]] if record_obs else [] for i in range(n)]
+    states = [[row(env.get_state_dict(), i)] for i in range(n)]
+    observed = [[row({"o": obs}, i)["o"]] if record_obs else [] for i in range(n)]
     flags = {k: [[] for _ in range(n)] for k in ("rewards", "success", "fail", "terminated", "truncated")}
-    action = torch.zeros(n, episodes[0].actions.shape[1])
-    for t in range(max(e.length for e in episodes)):
-        for i, e in enumerate(episodes):
-            action[i] = torch.from_numpy(e.actions[min(t, e.length - 1)])
-        obs, reward, terminated, truncated, info = env.step(action)
+    for t, (obs, reward, terminated, truncated, info) in open_loop(env, episodes):
         state = env.get_state_dict()
         for i, e in enumerate(episodes):
             if t >= e.length:
                 continue
-            states[i].append(_rows(state, i))
+            states[i].append(row(state, i))
             if record_obs:
-                observed[i].append(_rows({"o": obs}, i)["o"])
+                observed[i].append(row({"o": obs}, i)["o"])
             for key, value in (("rewards", reward), ("success", info["success"]), ("fail", info["fail"]),
                                ("terminated", terminated), ("truncated", truncated)):
                 flags[key][i].append(value[i].item())
     return [
         replace(
-            e, env_states=_stack(states[i]), obs=_stack(observed[i]) if record_obs else e.obs,
+            e, env_states=stack(states[i]), obs=stack(observed[i]) if record_obs else e.obs,
             rewards=np.array(flags["rewards"][i], np.float32),
             **{k: np.array(flags[k][i], bool) for k in ("success", "fail", "terminated", "truncated")},
         )
@@ -86,20 +63,10 @@ def record_replay(env, episodes: list[Episode], record_obs: bool) -> list[Episod
 def replay_actions(env, episodes: list[Episode]) -> list[bool]:
     """Replays each episode's actions in env i (num_envs >= len(episodes)) from its recorded
     initial state; returns whether each one reports success at its last step."""
-    base = env.unwrapped
-    k = len(episodes)
-    padded = episodes + [episodes[-1]] * (base.num_envs - k)
-    base.reset(seed=[e.seed for e in padded])
-    base.set_state_dict(initial_state(padded))
-    lengths = [e.length for e in padded]
-    success = [False] * k
-    hold = torch.zeros(base.num_envs, padded[0].actions.shape[1])
-    for t in range(max(lengths)):
-        for i, e in enumerate(padded):
-            hold[i] = torch.from_numpy(e.actions[min(t, e.length - 1)])
-        _, _, _, _, info = base.step(hold)
-        for i in range(k):
-            if t == lengths[i] - 1:
+    success = [False] * len(episodes)
+    for t, (*_, info) in open_loop(env, start(env, episodes)):
+        for i, e in enumerate(episodes):
+            if t == e.length - 1:
                 success[i] = bool(info["success"][i])
     return success
 
@@ -120,8 +87,8 @@ def verify_file(path: str | Path, num_envs: int = 16, order_seed: int | None = N
     n = max(1, min(num_envs, len(ids)))
     failed = []
     try:
-        for start in range(0, len(ids), n):
-            chunk = ids[start : start + n]
+        for first in range(0, len(ids), n):
+            chunk = ids[first : first + n]
             eps = [traj.episode(i, with_obs=False) for i in chunk]
             env = fresh_env(info["env_id"], kwargs, eps)
             try:

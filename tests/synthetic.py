@@ -1,19 +1,46 @@
 """Small trajectory files made up for tests of the readers' users (export, report): our layout
 through TrajectoryWriter, and ManiSkill's layout written directly with h5py (no header, a JSON
-sidecar, cameras under obs/sensor_data)."""
+sidecar, cameras under obs/sensor_data); and short jittered rollouts to record (policies)."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
+import gymnasium as gym
 import h5py
 import numpy as np
+import torch
 
+from envs.core.tree import row, stack
 from replay.trajectory import Episode, TrajectoryWriter
 
 LENGTHS = (7, 12, 9, 5)  # T per episode: ids 1 and 3 fail
 H, W = 16, 24
+
+
+def jittered_rollout(env_id: str, n: int, steps: int, obs_mode: str, reset_seed: int = 0, std: float = 0.02):
+    """n envs of env_id in pd_joint_pos, each arm target taking `steps` seeded random steps of
+    `std` rad (gripper open): the observation after the reset and after each step, and the
+    actions (n, T, A)."""
+    env = gym.make(env_id, num_envs=n, obs_mode=obs_mode, control_mode="pd_joint_pos")
+    obs, _ = env.reset(seed=reset_seed)
+    rng = np.random.default_rng(0)
+    target = env.unwrapped.agent.qpos[:, :7].clone()
+    observed, actions = [obs], []
+    for _ in range(steps):
+        target = target + torch.as_tensor(rng.normal(0, std, target.shape), dtype=torch.float32)
+        a = torch.cat((target, torch.ones(n, 1)), 1)
+        obs, *_ = env.step(a)
+        observed.append(obs)
+        actions.append(a)
+    env.close()
+    return observed, torch.stack(actions, 1)
+
+
+def episode_obs(observed: list, i: int):
+    """Env i's observations of a rollout as one episode's: (T + 1, ...) arrays (a tree of them)."""
+    return stack([row(o, i) for o in observed])
 
 
 def frames(t: int, seed: int) -> np.ndarray:

@@ -17,6 +17,7 @@ import envs
 from envs.modes import ObsMode
 from envs.sensors.config import look_at
 from envs.tasks.common import TABLE_CENTRE, TABLE_HALF
+from tests.marks import fast_only, render, slow
 
 ENV_IDS = envs.env_ids()
 VISUAL = [m.value for m in ObsMode if m.visual]
@@ -39,8 +40,9 @@ IMAGES = {
 }
 
 
-@pytest.mark.parametrize("env_id", ENV_IDS)
-@pytest.mark.parametrize("obs_mode", VISUAL)
+@render
+@pytest.mark.parametrize("env_id", fast_only(ENV_IDS, "PickCube-v1"))
+@pytest.mark.parametrize("obs_mode", fast_only(VISUAL, "rgb"))
 def test_visual_obs_layout(make, env_id, obs_mode):
     env = _make(make, env_id, obs_mode)
     obs, _ = env.reset(seed=0)
@@ -89,6 +91,7 @@ def test_visual_obs_layout(make, env_id, obs_mode):
     check(env.observation_space, obs)
 
 
+@render
 def test_sensor_data_mode_is_the_shader_images(make):
     """sensor_data's Color and PositionSegmentation hold what rgb, depth and segmentation cut from
     them: ManiSkill's minimal-shader transforms (depth = -z of the OpenGL-frame position)."""
@@ -117,7 +120,8 @@ def _table_top_depth(data, i):
     return depth * 1000.0, on_top
 
 
-@pytest.mark.parametrize("env_id", [e for e in ENV_IDS if e != "CartpoleBalanceBenchmark-v1"])  # the tasks on a table
+@render
+@pytest.mark.parametrize("env_id", fast_only([e for e in ENV_IDS if e != "CartpoleBalanceBenchmark-v1"], "PickCube-v1"))  # on a table
 def test_depth_matches_camera_to_table_distance(make, env_id):
     """Where segmentation says "table" and the pixel's ray meets the table top, depth equals the
     distance along the optical axis to the table top (z = 0), from the observed intrinsics and
@@ -138,6 +142,7 @@ def test_depth_matches_camera_to_table_distance(make, env_id):
     assert checked > 1000
 
 
+@render
 @pytest.mark.parametrize("env_id", [e for e in ENV_IDS if e.startswith("PickCube")])
 def test_pointcloud_cube_points_lie_in_the_cube(make, env_id):
     env = make(env_id, num_envs=N, obs_mode="pointcloud")
@@ -159,7 +164,8 @@ def test_pointcloud_cube_points_lie_in_the_cube(make, env_id):
         assert len(top) > 100 and top[:, 2].abs().max() < 0.002  # the table top is the z = 0 plane
 
 
-@pytest.mark.parametrize("env_id", ENV_IDS)
+@render
+@pytest.mark.parametrize("env_id", fast_only(ENV_IDS, "PickCube-v1"))
 def test_cameras_see_their_own_env_only(make, env_id):
     """A camera looking from env 0 towards env 1 (5 m along x) sees empty space past its own
     floor, and sees exactly what the same env sees when it is alone (N = 1)."""
@@ -174,7 +180,8 @@ def test_cameras_see_their_own_env_only(make, env_id):
     assert ((depth == 0).float().mean(dim=(1, 2, 3)) > 0.2).all()  # nothing beyond the env's own floor
 
 
-@pytest.mark.parametrize("env_id", ENV_IDS)
+@render
+@pytest.mark.parametrize("env_id", fast_only(ENV_IDS, "PickCube-v1"))
 def test_rendering_does_not_change_physics(make, env_id):
     seen = make(env_id, num_envs=N, obs_mode="rgbd", sensor_configs=SMALL)
     blind = make(env_id, num_envs=N, obs_mode="state")
@@ -188,6 +195,7 @@ def test_rendering_does_not_change_physics(make, env_id):
     assert torch.equal(seen.unwrapped.get_state(), blind.unwrapped.get_state())
 
 
+@render
 def test_sensor_configs_override_and_validate(make):
     env = make("PickCube-v1", num_envs=1, obs_mode="rgb", robot_uids="panda_wristcam", sensor_configs={"width": 20, "height": 10, "hand_camera": None, "base_camera": {"fov": math.pi / 3}})
     obs, _ = env.reset(seed=0)
@@ -205,6 +213,7 @@ def test_sensor_configs_override_and_validate(make):
         make("PickCube-v1", obs_mode="rgb", robot_uids="panda_wristcam", sensor_configs={"hand_camera": {"mount": "wrist"}})
 
 
+@render
 def test_hidden_actors_are_out_of_observations_and_in_render():
     """A goal site (world.hidden) is drawn by render() and by no observation camera, as
     ManiSkill's _hidden_objects."""
@@ -234,6 +243,7 @@ def test_hidden_actors_are_out_of_observations_and_in_render():
         env.close()
 
 
+@render
 @pytest.mark.filterwarnings("ignore:.*render_mode='video'")
 def test_render_rgb_array_and_human_without_display(make, monkeypatch):
     env = make("PickCube-v1", num_envs=N, obs_mode="state", render_mode="rgb_array", sensor_configs={"render_camera": {"width": 40, "height": 30}})
@@ -249,6 +259,7 @@ def test_render_rgb_array_and_human_without_display(make, monkeypatch):
         make("PickCube-v1", render_mode="video")
 
 
+@slow  # a fresh interpreter
 def test_state_modes_need_no_vulkan():
     """With no usable Vulkan driver a state env works, and a visual one says what to do."""
     code = (
@@ -278,6 +289,7 @@ def test_look_at_points_the_camera_x_axis_at_the_target(target):
     assert up[2] >= -1e-6  # image up is never upside down
 
 
+@render
 def test_gpu_batched_rendering_only_with_cuda_and_a_gpu_render_device(make):
     """One submission per camera uid (envs/sensors/gpu_batch.py) needs CUDA and a GPU Vulkan
     device; lavapipe renders picture by picture. (`python -m benchmarks.render_probe` compares both

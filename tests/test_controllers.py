@@ -12,6 +12,7 @@ from envs.controllers import ARM_CONTROLLERS
 from envs.core.pose import euler_xyz_to_quat, quat_angle, quat_mul, quat_to_euler_xyz
 from envs.modes import ControlMode
 from envs.robots import robot_family, robot_uids
+from tests.marks import fast_only, slow
 
 N = 2
 ROBOTS = [u for u in robot_uids() if robot_family(u) == u]  # variants share their family's controllers
@@ -93,6 +94,7 @@ def test_unnormalised_joint_pos_is_not_clipped(make):
     assert torch.allclose(base.agent.targets[:, 0], torch.full((N,), 5.0))
 
 
+@slow
 @pytest.mark.parametrize("robot", ROBOTS)
 def test_pd_joint_pos_reaches_joint_targets(make, robot):
     env, base = _env(make, "pd_joint_pos", robot)
@@ -172,6 +174,7 @@ def test_ee_delta_pose_rotation_is_scaled_by_its_lower_bound(make):
     assert torch.allclose(turn, torch.tensor([[-0.06, -0.08, 0.0]]).expand(N, 3), atol=1e-5)
 
 
+@slow
 @pytest.mark.parametrize("robot", ROBOTS)
 def test_pd_ee_pose_reaches_euler_target(make, robot):
     env, base = _env(make, "pd_ee_pose", robot)
@@ -186,6 +189,7 @@ def test_pd_ee_pose_reaches_euler_target(make, robot):
     assert quat_angle(now[:, 3:], target_q).max() < 0.05
 
 
+@slow
 @pytest.mark.parametrize("robot", ROBOTS)
 def test_ee_delta_pos_translates_tcp(make, robot):
     env, base = _env(make, "pd_ee_target_delta_pos", robot)
@@ -210,7 +214,7 @@ def test_gripper_mapping_is_the_mimic_controller(make):
         assert torch.allclose(base.agent.targets[:, base.agent.gripper], torch.full((N, 2), target), atol=1e-6)
 
 
-@pytest.mark.parametrize("robot", ROBOTS)
+@pytest.mark.parametrize("robot", fast_only(ROBOTS, "panda"))
 def test_gripper_closes_and_opens(make, robot):
     env, base = _env(make, "pd_joint_delta_pos", robot)
     action = _hold_action(base)
@@ -226,7 +230,7 @@ def test_gripper_closes_and_opens(make, robot):
     assert (base.agent.gripper_opening - fully_open).abs().max() < 0.005
 
 
-@pytest.mark.parametrize("mode", [m for m in ControlMode if m.zero_holds_still])
+@pytest.mark.parametrize("mode", fast_only([m for m in ControlMode if m.zero_holds_still], ControlMode.PD_JOINT_DELTA_POS))
 def test_zero_action_holds_the_arm(make, mode):
     env, base = _env(make, mode.value)
     start = base.agent.tcp_pose.clone()

@@ -12,6 +12,7 @@ from demos.report import arm_dims, build_report, pick_video_episodes, summarise
 from replay.trajectory import TrajectoryFile
 from tests.browser import Browser, chromium
 from tests.synthetic import LENGTHS, H, W, write_maniskill, write_ours
+from tests.marks import slow
 
 
 def sources(page: str) -> list[str]:
@@ -27,6 +28,7 @@ def pages(tmp_path_factory) -> dict:
     return {"ours": out, "maniskill": build_report(write_maniskill(root / "ms.h5"), root / "ms.html")}
 
 
+@slow  # the module's reports are built once, for all that use them
 def test_report_of_our_file_with_cameras(pages):
     page = pages["ours"].read_text()
     assert "<h1>PickCube-v1: demo.h5</h1>" in page
@@ -45,7 +47,7 @@ def test_report_default_name_and_bad_input(tmp_path, capsys):
     src = write_ours(tmp_path / "demo.h5", obs="none")
     assert main(["report", str(src)]) == 0
     page = (tmp_path / "demo.report.html").read_text()
-    assert "<video" not in page and "replay convert FILE --obs rgb" in page
+    assert "<video" not in page and "replay convert FILE --obs-mode rgb" in page
     capsys.readouterr()
     assert main(["report", str(tmp_path / "missing.h5"), "--out", str(tmp_path / "x.html")]) == 2
     err = capsys.readouterr().err
@@ -53,6 +55,7 @@ def test_report_default_name_and_bad_input(tmp_path, capsys):
     assert not (tmp_path / "x.html").exists()
 
 
+@slow
 def test_report_of_maniskill_layout(tmp_path, pages):
     src = write_maniskill(tmp_path / "ms.h5")
     traj = TrajectoryFile(src)
@@ -73,6 +76,7 @@ def test_report_helpers():
     assert [e.episode_id for e in pick_video_episodes(eps, 3)] == [0, 3, 1]
 
 
+@slow
 def test_every_image_and_video_loads_in_chromium(pages):
     if chromium() is None:
         pytest.fail("this test opens the report in headless Chromium: `apt-get install chromium` (bash setup.sh --test does)")

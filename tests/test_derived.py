@@ -1,7 +1,6 @@
 """Derived policy inputs (dataset.derived): computed from the observation by policies/data.py, the
 same numbers whether the observation comes from a demo file (training) or from the env (acting)."""
 
-import gymnasium as gym
 import numpy as np
 import pytest
 import torch
@@ -9,29 +8,14 @@ import torch
 from policies.config import DERIVED_INPUTS, DatasetConfig
 from policies.data import DERIVED, DemoData, extract, with_derived
 from replay.trajectory import Episode, TrajectoryWriter
+from tests.synthetic import episode_obs, jittered_rollout
 
 STEPS = 6
 
 
 def _rollout(env_id: str, n: int):
     """state_dict observations of n envs over STEPS jittered pd_joint_pos steps, and the actions."""
-    env = gym.make(env_id, num_envs=n, obs_mode="state_dict", control_mode="pd_joint_pos")
-    obs, _ = env.reset(seed=3)
-    rng = np.random.default_rng(0)
-    target = env.unwrapped.agent.qpos[:, :7].clone()
-    frames, actions = [obs], []
-    for _ in range(STEPS):
-        target = target + torch.as_tensor(rng.normal(0, 0.03, target.shape), dtype=torch.float32)
-        a = torch.cat((target, torch.ones(n, 1)), 1)
-        obs, *_ = env.step(a)
-        frames.append(obs)
-        actions.append(a)
-    env.close()
-    return frames, torch.stack(actions, 1)  # (n, T, A)
-
-
-def _tree(frame, i):
-    return {k: _tree(v, i) if isinstance(v, dict) else v[i].numpy() for k, v in frame.items()}
+    return jittered_rollout(env_id, n, STEPS, "state_dict", reset_seed=3, std=0.03)
 
 
 def _write(path, env_id, frames, actions):
@@ -39,8 +23,7 @@ def _write(path, env_id, frames, actions):
                          "env_kwargs": {"obs_mode": "state_dict", "control_mode": "pd_joint_pos"}}}
     with TrajectoryWriter(path, meta) as w:
         for i in range(len(actions)):
-            steps = [_tree(f, i) for f in frames]
-            obs = {k: {kk: np.stack([s[k][kk] for s in steps]) for kk in steps[0][k]} for k in ("agent", "extra")}
+            obs = episode_obs(frames, i)
             z = np.zeros(STEPS, bool)
             w.add(Episode(actions=actions[i].numpy(), terminated=z, truncated=z, success=z, fail=z, env_states={}, seed=i,
                           obs=obs), "pd_joint_pos")

@@ -9,11 +9,13 @@ import torch
 import envs
 from envs.core.registry import TASKS
 from envs.modes import ControlMode, ObsMode
+from tests.marks import fast_only
 
 ENV_IDS = envs.env_ids()
 N = 3
 # every env id with each control mode its task class accepts, and with each it refuses
 ENV_MODES = [(e, m.value) for e in ENV_IDS for m in ControlMode if m in TASKS[e].supported_control_modes]
+QUICK = ("PickCube-v1", "pd_joint_delta_pos")  # what the quick subset (-m "not slow") runs of the registry
 REFUSED_MODES = [(e, m.value) for e in ENV_IDS for m in ControlMode if m not in TASKS[e].supported_control_modes]
 
 
@@ -33,7 +35,7 @@ def _leaves(tree):
         yield tree
 
 
-@pytest.mark.parametrize("env_id, control_mode", ENV_MODES)
+@pytest.mark.parametrize("env_id, control_mode", fast_only(ENV_MODES, QUICK))
 @pytest.mark.parametrize("obs_mode", [m.value for m in ObsMode if not m.visual])  # visual: tests/test_cameras.py
 def test_rollout_shapes_and_finite(make, env_id, obs_mode, control_mode):
     env = make(env_id, num_envs=N, obs_mode=obs_mode, control_mode=control_mode)
@@ -60,7 +62,7 @@ def test_rollout_shapes_and_finite(make, env_id, obs_mode, control_mode):
     assert (info["elapsed_steps"] == 5).all()
 
 
-@pytest.mark.parametrize("env_id", ENV_IDS)
+@pytest.mark.parametrize("env_id", fast_only(ENV_IDS, QUICK[0]))
 def test_seeded_reset_independent_of_num_envs(make, env_id):
     """Env i with seed s starts exactly alike whatever N is (at another index, i.e. another place
     in the shared scene, alike to float32 rounding of its offset). Stepping is alike to float32
@@ -89,7 +91,7 @@ def test_seeded_reset_independent_of_num_envs(make, env_id):
     assert torch.allclose(o6[5], o8[5], atol=1e-5) and torch.allclose(r6[5], r8[5], atol=1e-5)
 
 
-@pytest.mark.parametrize("env_id, control_mode", ENV_MODES)
+@pytest.mark.parametrize("env_id, control_mode", fast_only(ENV_MODES, QUICK))
 def test_state_round_trip_reproduces_next_steps(make, env_id, control_mode):
     if env_id == "PlugCharger-v1" and control_mode == "pd_joint_delta_pos":
         pytest.xfail("known defect: random arm motions grind PlugCharger's kinematic receptacle and later "
@@ -129,7 +131,7 @@ def test_state_round_trip_reproduces_next_steps(make, env_id, control_mode):
     assert torch.allclose(runs[0][0], uninterrupted[0], rtol=1e-3, atol=1e-3)
 
 
-@pytest.mark.parametrize("env_id", ENV_IDS)
+@pytest.mark.parametrize("env_id", fast_only(ENV_IDS, QUICK[0]))
 def test_state_dict_is_maniskills_layout(make, env_id):
     """get_state_dict: ManiSkill's actors (N, 13) and articulations (N, 13 + 2 dof), named as
     there, then our drive targets; get_state flattens it in that order; a state without drive

@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 from envs.executor import Lost, ProcessPool, WorkerError, make_pool, parse_executor
+from tests.marks import slow
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -48,6 +49,7 @@ def _drain(pool, n):
     return dict(pool.next_result() for _ in range(n))
 
 
+@slow
 def test_process_pool_retries_a_killed_worker_and_gives_up_when_told(tmp_path):
     with ProcessPool(Flaky(str(tmp_path)), 2, retries=1, start="fork") as pool:
         for k in range(4):
@@ -113,6 +115,7 @@ def local_ray():
         ray.shutdown()
 
 
+@slow
 def test_ray_pool_retries_a_killed_actor(local_ray, tmp_path):
     pool = make_pool(parse_executor("ray", None), Flaky(str(tmp_path)), 2, retries=1)
     try:
@@ -144,6 +147,7 @@ def _same(a, b):
         np.testing.assert_array_equal(x[2], y[2])
 
 
+@slow
 def test_ray_generation_and_conversion_give_the_local_episodes(local_ray, tmp_path):
     from demos.generate import GenerateConfig, generate
     from replay.convert import ConvertConfig, run
@@ -161,6 +165,7 @@ def test_ray_generation_and_conversion_give_the_local_episodes(local_ray, tmp_pa
     _same(_actions(outs["local"]), _actions(outs["ray"]))
 
 
+@slow
 def test_ray_evaluation_gives_the_local_results(local_ray, tmp_path):
     from policies.config import BCConfig, DatasetConfig
     from policies.data import DemoData, env_info
@@ -219,6 +224,7 @@ def two_nodes(tmp_path):
         subprocess.run([_ray_cli(), "stop", "--force"], env=env, capture_output=True)
 
 
+@slow
 def test_two_node_cluster_loses_a_node_mid_run(two_nodes, tmp_path):
     address, env, second = two_nodes
     out = tmp_path / "two.h5"

@@ -22,6 +22,7 @@ from PIL import Image  # noqa: E402
 from replay.cli import main  # noqa: E402
 from replay.trajectory import TrajectoryFile  # noqa: E402
 from tests.synthetic import LENGTHS, write_maniskill, write_ours  # noqa: E402
+from tests.marks import slow  # noqa: E402
 
 FPS = 20
 STAT_KEYS = {"min", "max", "mean", "std", "count", "q01", "q10", "q50", "q90", "q99"}
@@ -152,6 +153,7 @@ def test_export_images_hold_every_field(tmp_path):
     assert np.allclose(np.ravel(stats["observation.images.base_camera"]["max"]), rgb.reshape(-1, 3).max(0) / 255)
 
 
+@slow  # encodes video
 def test_export_video_mp4_files(tmp_path):
     import imageio_ffmpeg
 
@@ -257,6 +259,7 @@ def test_interrupted_export_leaves_no_dataset(tmp_path, monkeypatch):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["demo.h5", "demo.json", "ds"]
 
 
+@slow
 def test_sigkilled_export_leaves_no_dataset(tmp_path):
     """A real kill mid-export: OUT never appears; the next export removes the leftover and completes."""
     src = write_ours(tmp_path / "demo.h5", lengths=(60,) * 40)

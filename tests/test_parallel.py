@@ -17,6 +17,7 @@ import envs
 from envs.modes import ObsMode
 from envs.parallel import ParallelEnv, WorkerDiedError
 from envs.parallel.worker import STEP
+from tests.marks import fast_only, render, slow
 
 ENV_IDS = envs.env_ids()
 REPO = Path(__file__).resolve().parents[1]
@@ -51,8 +52,8 @@ def _assert_same_tree(a, b):
         assert torch.equal(la[k], lb[k]), k
 
 
-@pytest.mark.parametrize("env_id", ENV_IDS)
-@pytest.mark.parametrize("obs_mode", [m.value for m in ObsMode if not m.visual])
+@pytest.mark.parametrize("env_id", fast_only(ENV_IDS, "PickCube-v1"))
+@pytest.mark.parametrize("obs_mode", fast_only([m.value for m in ObsMode if not m.visual], "state"))
 def test_workers_give_the_in_process_api_and_initial_states(make, env_id, obs_mode):
     """N = 3 over 2 workers (2 + 1 envs): spaces, types and reset results bit-identical."""
     one = make(env_id, num_envs=3, obs_mode=obs_mode)
@@ -79,7 +80,8 @@ def _keys(tree):
     return {k: _keys(v) for k, v in tree.items()} if isinstance(tree, dict) else None
 
 
-@pytest.mark.parametrize("obs_mode", ["none", "state_dict", "rgb+depth+segmentation", "sensor_data", "pointcloud"])
+@slow
+@pytest.mark.parametrize("obs_mode", ["none", "state_dict"] + [pytest.param(m, marks=render) for m in ("rgb+depth+segmentation", "sensor_data", "pointcloud")])
 def test_workers_serve_every_layout(make, obs_mode):
     """The workers' observation is the in-process one, key order and empty dicts included
     (none's {}, pointcloud's sensor_data {})."""
@@ -92,6 +94,7 @@ def test_workers_serve_every_layout(make, obs_mode):
     _assert_same_tree(o1, o2)
 
 
+@slow
 def test_rollout_matches_in_process(make):
     """W = 1 vs W = 2, 100 steps of random actions from the same seeds, with isolated physics.
 
@@ -115,6 +118,7 @@ def test_rollout_matches_in_process(make):
         assert torch.equal(te1, te2) and torch.equal(tr1, tr2)
 
 
+@slow
 def test_partial_reset_and_state_through_workers(make):
     one = make(num_envs=5, obs_mode="state_dict")
     two = make(num_envs=5, obs_mode="state_dict", num_workers=2)  # envs 0-2 and 3-4
@@ -155,6 +159,7 @@ def test_partial_reset_and_state_through_workers(make):
     ]
 
 
+@slow
 def test_max_episode_steps_reaches_the_workers(make):
     env = make(num_envs=2, num_workers=2, max_episode_steps=3)
     assert env.max_episode_steps == 3 and env.get_attr("max_episode_steps") == [3, 3]
@@ -177,6 +182,7 @@ def test_bad_arguments_raise_in_the_parent(make, kwargs, error, message):
         make("PickCube-v1", **{"num_envs": 2, "num_workers": 2, **kwargs})
 
 
+@slow
 def test_bad_actions_raise_the_in_process_errors(make):
     env = make(num_envs=2, num_workers=2)
     env.reset(seed=0)
@@ -191,6 +197,7 @@ def test_bad_actions_raise_the_in_process_errors(make):
         env.cube
 
 
+@slow
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGSEGV], ids=lambda s: s.name)
 def test_a_dying_worker_raises_one_clear_error_at_once(make, sig):
     env = make(num_envs=4, num_workers=2)
@@ -234,6 +241,7 @@ def test_close_and_context_manager_leave_no_process_or_shared_memory(make):
     assert not any(n.startswith(ours) for n in _shm())
 
 
+@slow
 @pytest.mark.parametrize("how", ["exit", "SIGKILL"])
 def test_parent_exit_leaves_no_process_or_shared_memory(how):
     """The parent ends (normally, without closing its env, or killed): its workers and the
@@ -256,6 +264,7 @@ def test_parent_exit_leaves_no_process_or_shared_memory(how):
     assert not any(n.startswith(f"skillforge_{parent}_") for n in _shm())
 
 
+@slow
 def test_an_interrupted_call_leaves_the_env_in_step(make):
     """Ctrl-C while the parent waits leaves replies owed; the next call collects them first."""
     env = make(num_envs=4, num_workers=2)
@@ -269,6 +278,7 @@ def test_an_interrupted_call_leaves_the_env_in_step(make):
     assert env.elapsed_steps.tolist() == [2, 2, 1, 1]
 
 
+@slow
 def test_scaling_benchmark_prints_workers_and_the_uncoupled_ceiling(capsys):
     from benchmarks.scaling import main as scaling
 

@@ -7,6 +7,8 @@ import torch
 
 from envs.core.pose import quat_apply
 from envs.tasks.pick_cube import GOAL_THRESHOLD, PickCubeEnv
+from tests.marks import slow
+from tests.parity._tabletop import put
 
 
 def _placed_state(env, offset):
@@ -54,6 +56,7 @@ def test_success_scores_full_reward(make):
     assert torch.allclose(base.compute_dense_reward(base.evaluate()), torch.ones(2))
 
 
+@slow
 @pytest.mark.parametrize("robot", PickCubeEnv.supported_robots)
 def test_scripted_grasp_lifts_cube_to_goal(make, pick_and_place, robot):
     """End to end through physics: pd_ee_pose reaches above the cube, grasps it, carries it to
@@ -68,14 +71,28 @@ def test_scripted_grasp_lifts_cube_to_goal(make, pick_and_place, robot):
 
 @pytest.mark.parametrize("robot", PickCubeEnv.supported_robots)
 def test_grasp_detector(make, robot):
-    env = make("PickCube-v1", num_envs=1, robot_uids=robot)
+    """Both detectors (geometric and contact force) say no while the fingers are open, yes once
+    they have closed on a cube placed between them, and no again once they open."""
+    env = make("PickCube-v1", num_envs=2, robot_uids=robot)
     env.reset(seed=0)
     base = env.unwrapped
-    tcp = base.agent.tcp_pose
-    assert not base.agent.is_grasping(tcp[:, :3], 0.04).any()  # open fingers: not held
-    assert not base.agent.is_grasping_actor(base.cube).any()
+
+    def held():
+        return base.agent.is_grasping(base.cube.pose()[:, :3], 0.04), base.agent.is_grasping_actor(base.cube)
+
+    assert not any(h.any() for h in held())  # open fingers, cube on the table
+    put(base, "cube", base.agent.tcp_pose)  # the cube between the open fingers
+    assert not held()[1].any()  # no contact yet
+    grip = torch.zeros(env.action_space.shape)
+    for value, expected in ((-1.0, True), (1.0, False)):  # close, then open
+        grip[:, -1] = value
+        for _ in range(3):
+            env.step(grip)
+        geometric, contact = held()
+        assert geometric.tolist() == [expected] * 2 and contact.tolist() == [expected] * 2, value
 
 
+@slow
 def test_grasp_detector_counts_turned_and_off_centre_grasps(make):
     """Fingers closed on cubes at any yaw (the wrist is not turned to the cube) hold the cube
     turned or off-centre: every cube lifted off the table counts as grasped (ManiSkill's contact

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import shutil
 from pathlib import Path
 
@@ -33,10 +34,9 @@ from replay.control import (
     tracker,
 )
 from replay.convert import ConvertConfig, run
-from replay.ops import merge_files
-from replay.subsets import split_file, subset_file
-from replay.trajectory import Episode, TrajectoryError, TrajectoryFile, TrajectoryWriter, read_meta
+from replay.trajectory import Episode, TrajectoryError, TrajectoryFile, TrajectoryWriter, merge_files, read_meta, split_file, subset_file
 from replay.verify import verify_file
+from tests.marks import render, slow
 
 N_DEMOS = 4
 
@@ -125,6 +125,7 @@ def test_saturate_keeps_direction_and_flags_rows():
 # ---- observation conversion ------------------------------------------------------------------------
 
 
+@slow
 def test_state_obs_conversion_reproduces_recorded_states(demos, tmp_path):
     out = tmp_path / "state.h5"
     report = run(ConvertConfig(file=demos, obs="state", out=out))
@@ -141,6 +142,8 @@ def test_state_obs_conversion_reproduces_recorded_states(demos, tmp_path):
     assert demos.stat().st_size == src.path.stat().st_size  # the input is untouched
 
 
+@render
+@slow
 def test_rgbd_obs_conversion_matches_stepped_rendering(demos, tmp_path, make):
     out = tmp_path / "rgbd.h5"
     report = run(ConvertConfig(file=demos, obs="rgbd", count=2, cam_width=32, cam_height=24, out=out, use_env_states=True))
@@ -175,6 +178,7 @@ def _final_object_poses(path: Path) -> list[np.ndarray]:
     return [f.episode(e["episode_id"], with_obs=False).env_states["actors"]["cube"][-1, :7] for e in f.episodes]
 
 
+@slow
 def test_control_round_trip_keeps_final_object_poses(demos, tmp_path):
     delta = tmp_path / "delta.h5"
     report = run(ConvertConfig(file=demos, control="pd_ee_delta_pose", obs="state", out=delta, num_envs=3))
@@ -190,6 +194,7 @@ def test_control_round_trip_keeps_final_object_poses(demos, tmp_path):
         assert float(quat_angle(torch.from_numpy(a[3:]), torch.from_numpy(b[3:]))) < math.radians(10)
 
 
+@slow
 @pytest.mark.parametrize("mode", ["pd_joint_delta_pos", "pd_ee_pose"])
 def test_other_control_modes_convert(demos, tmp_path, mode):
     out = tmp_path / f"{mode}.h5"
@@ -198,6 +203,7 @@ def test_other_control_modes_convert(demos, tmp_path, mode):
     assert verify_file(out)[0] == 2
 
 
+@slow
 def test_perturbed_conversion_records_corrective_labels(demos, tmp_path):
     """--action-noise: the executed (perturbed) actions are stored and replay; expert_actions are
     the tracker's labels, which undo the previous step's perturbation; batching does not change the noise.
@@ -230,6 +236,7 @@ def test_perturbed_conversion_records_corrective_labels(demos, tmp_path):
         f.close()
 
 
+@slow
 def test_failures_are_reported_not_dropped(demos, tmp_path):
     bad = _copy(demos, tmp_path / "bad.h5")
     with h5py.File(bad, "r+") as f:
@@ -266,6 +273,7 @@ def _every(src: Path, dst: Path, k: int) -> Path:
     return dst
 
 
+@slow
 def test_saturated_steps_get_bounded_corrections(demos, tmp_path):
     fast = _every(demos, tmp_path / "fast.h5", 4)
     limits = ConvertLimits(max_corrections=30)
@@ -282,6 +290,7 @@ def test_saturated_steps_get_bounded_corrections(demos, tmp_path):
 # ---- whole-file operations -----------------------------------------------------------------------------
 
 
+@slow
 def test_split_subset_merge_keep_metadata(demos, tmp_path):
     src_meta = read_meta(demos)
     train, val, n_train, n_val = split_file(demos, 0.25, seed=0, out_dir=tmp_path)
@@ -308,15 +317,54 @@ def test_split_subset_merge_keep_metadata(demos, tmp_path):
     assert verify_file(sub)[0] == 2
 
 
+@slow
+def test_one_merge_behind_both_commands(demos, tmp_path, capsys):
+    """`replay merge` and `demos merge` are one merge: OUT must be *.h5 and no input, an existing
+    OUT needs --overwrite, inputs must share format version, env id and env kwargs."""
+    from demos.cli import main as demos_main
+
+    a = _copy(demos, tmp_path / "a.h5")
+    older = _copy(demos, tmp_path / "older.h5")
+    meta = read_meta(demos)
+    meta["format_version"] = 1
+    older.with_suffix(".json").write_text(json.dumps(meta))
+    out = tmp_path / "m.h5"
+    for command in (main, demos_main):
+        assert command(["merge", str(out), str(a), str(demos)]) == 0 and len(read_meta(out)["episodes"]) == 2 * N_DEMOS
+        capsys.readouterr()
+        for argv, says in ((["merge", str(out), str(a)], "--overwrite"), (["merge", str(tmp_path / "m.txt"), str(a)], ".h5"),
+                           (["merge", str(a), str(a), str(demos)], "must not be one of the inputs"),
+                           (["merge", str(tmp_path / "n.h5"), str(a), str(older)], "format version 1 vs 2")):
+            assert command(argv) == 2, argv
+            assert says in capsys.readouterr().err, argv
+        assert command(["merge", str(out), str(a), "--overwrite"]) == 0 and len(read_meta(out)["episodes"]) == N_DEMOS
+        out.unlink()
+        out.with_suffix(".json").unlink()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.h5", "a.json", "older.h5", "older.json"]
+
+
+def test_only_the_trajectory_package_knows_the_hdf5_layout():
+    """One owner of the file format: no other module of the product imports h5py or names an
+    episode group."""
+    root = Path(__file__).resolve().parents[1]
+    owner = root / "replay" / "trajectory"
+    layout = re.compile(r"^\s*(?:import|from) h5py\b|traj_\{|[\"']traj_", re.M)
+    found = [str(p.relative_to(root)) for pkg in ("envs", "demos", "replay", "policies") for p in sorted((root / pkg).rglob("*.py"))
+             if owner not in p.parents and layout.search(p.read_text())]
+    assert found == []
+
+
+@slow
 def test_cli_convert_and_split(demos, tmp_path, capsys):
     src = _copy(demos, tmp_path / "in.h5")
-    assert main(["convert", str(src), "--control", "pd_ee_delta_pose", "--count", "2", "--no-progress"]) == 0
+    assert main(["convert", str(src), "--control-mode", "pd_ee_delta_pose", "--count", "2", "--no-progress"]) == 0
     out = tmp_path / "in.none.pd_ee_delta_pose.h5"
     assert out.is_file() and "converted 2/2" in capsys.readouterr().out
     assert main(["split", str(src), "--val", "0.5", "--seed", "1"]) == 0
     assert (tmp_path / "in.train.h5").is_file() and (tmp_path / "in.val.h5").is_file()
 
 
+@slow
 def test_env_states_are_maniskills_and_restore_without_our_extras(demos, make):
     """Stored env states carry ManiSkill's names and widths (format_version 2); the same states
     without our drive targets (as a ManiSkill file holds them) restore the same scene."""
@@ -361,22 +409,23 @@ def _bad_inputs(demos: Path, tmp: Path) -> dict[str, list[str]]:
     older.with_suffix(".json").write_text(json.dumps(meta))
     good = str(_copy(demos, tmp / "good.h5"))
     return {
-        "older format": ["convert", str(older), "--obs", "state"],
-        "no such file": ["convert", str(tmp / "absent.h5"), "--obs", "state"],
-        "not a trajectory": ["convert", str(tmp / "notes.txt"), "--obs", "state"],
-        "not hdf5": ["convert", str(tmp / "junk.h5"), "--obs", "state"],
-        "length mismatch": ["convert", str(mismatch), "--obs", "state"],
-        "missing episode": ["convert", str(missing), "--obs", "state"],
-        "unregistered": ["convert", str(unregistered), "--obs", "state"],
-        "unknown obs": ["convert", good, "--obs", "thermal"],
-        "unknown control": ["convert", good, "--control", "pd_teleport"],
-        "unknown control mode": ["convert", good, "--control", "pd_joint_teleport"],
+        "older format": ["convert", str(older), "--obs-mode", "state"],
+        "no such file": ["convert", str(tmp / "absent.h5"), "--obs-mode", "state"],
+        "not a trajectory": ["convert", str(tmp / "notes.txt"), "--obs-mode", "state"],
+        "not hdf5": ["convert", str(tmp / "junk.h5"), "--obs-mode", "state"],
+        "length mismatch": ["convert", str(mismatch), "--obs-mode", "state"],
+        "missing episode": ["convert", str(missing), "--obs-mode", "state"],
+        "unregistered": ["convert", str(unregistered), "--obs-mode", "state"],
+        "unknown obs": ["convert", good, "--obs-mode", "thermal"],
+        "unknown control": ["convert", good, "--control-mode", "pd_teleport"],
+        "unknown control mode": ["convert", good, "--control-mode", "pd_joint_teleport"],
         "split fraction": ["split", good, "--val", "1.5"],
-        "noise without control conversion": ["convert", good, "--obs", "state", "--action-noise", "0.1"],
-        "negative noise": ["convert", good, "--control", "pd_ee_delta_pos", "--action-noise", "-1"],
+        "noise without control conversion": ["convert", good, "--obs-mode", "state", "--action-noise", "0.1"],
+        "negative noise": ["convert", good, "--control-mode", "pd_ee_delta_pos", "--action-noise", "-1"],
     }
 
 
+@slow
 def test_bad_input_one_line_nothing_written(demos, tmp_path, capsys):
     cases = _bad_inputs(demos, tmp_path)
     before = sorted(p.name for p in tmp_path.iterdir())
@@ -387,10 +436,27 @@ def test_bad_input_one_line_nothing_written(demos, tmp_path, capsys):
     assert sorted(p.name for p in tmp_path.iterdir()) == before
 
 
-def test_trajectory_error_is_a_value_error():
-    assert issubclass(TrajectoryError, ValueError)
+@pytest.mark.parametrize("name, content, says", [
+    ("absent.h5", None, "no such file"),
+    ("notes.txt", b"hello", "not a readable HDF5 file"),
+    ("junk.h5", b"not hdf5", "not a readable HDF5 file"),
+    ("empty.h5", "hdf5", "not a trajectory file"),
+])
+def test_foreign_files_raise_one_value_error_naming_the_file(tmp_path, name, content, says):
+    """Every reader refuses a missing or foreign file with a TrajectoryError that starts with the
+    path; it is a ValueError, which is what the CLIs turn into their one `error:` line."""
+    path = tmp_path / name
+    if content == "hdf5":
+        h5py.File(path, "w").close()
+    elif content is not None:
+        path.write_bytes(content)
+    for read in (TrajectoryFile, read_meta):
+        with pytest.raises(ValueError) as e:
+            read(path)
+        assert type(e.value) is TrajectoryError and str(e.value).startswith(f"{path}: ") and says in str(e.value)
 
 
+@slow
 def test_worker_processes_give_the_same_episodes(demos, tmp_path):
     one, two = tmp_path / "one.h5", tmp_path / "two.h5"
     run(ConvertConfig(file=demos, control="pd_ee_delta_pose", count=2, num_envs=1, out=one))
@@ -402,6 +468,7 @@ def test_worker_processes_give_the_same_episodes(demos, tmp_path):
     assert [e["info"]["source_episode_id"] for e in b.episodes] == [0, 1]
 
 
+@slow
 def test_interrupted_conversion_resumes_without_duplicates_or_gaps(demos, tmp_path, monkeypatch, capsys):
     import replay.convert as convert
 
@@ -416,12 +483,12 @@ def test_interrupted_conversion_resumes_without_duplicates_or_gaps(demos, tmp_pa
         raise KeyboardInterrupt
 
     monkeypatch.setattr(convert, "_run_batches", interrupted)
-    argv = ["convert", str(demos), "--control", "pd_ee_delta_pose", "--num-envs", "1", "--out", str(out), "--no-progress"]
+    argv = ["convert", str(demos), "--control-mode", "pd_ee_delta_pose", "--num-envs", "1", "--out", str(out), "--no-progress"]
     assert main(argv) == 130 and "continue with --resume" in capsys.readouterr().err
-    part = tmp_path / "out.part.h5"
+    part = tmp_path / "out.pending.h5"
     assert not out.exists() and len(read_meta(part)["episodes"]) == 2
     assert main(argv) == 2 and "pass --resume" in capsys.readouterr().err  # not overwritten by accident
-    assert main(argv + ["--resume", "--control", "pd_ee_delta_pos"]) == 2  # other settings: refused
+    assert main(argv + ["--resume", "--control-mode", "pd_ee_delta_pos"]) == 2  # other settings: refused
     assert "resume with the same settings" in capsys.readouterr().err and len(read_meta(part)["episodes"]) == 2
     monkeypatch.setattr(convert, "_run_batches", real)
     assert main(argv + ["--resume"]) == 0 and not part.exists()
@@ -432,17 +499,19 @@ def test_interrupted_conversion_resumes_without_duplicates_or_gaps(demos, tmp_pa
         np.testing.assert_array_equal(a.episode(i).actions, b.episode(i).actions)
 
 
+@slow
 def test_nothing_converted_writes_nothing(demos, tmp_path, capsys):
     bad = _copy(demos, tmp_path / "bad.h5")
     with h5py.File(bad, "r+") as f:
         f["traj_0/actions"][:, -1] = 1.0  # never grasps
     before = sorted(p.name for p in tmp_path.iterdir())
-    assert main(["convert", str(bad), "--control", "pd_ee_delta_pose", "--count", "1", "--no-progress"]) == 1
+    assert main(["convert", str(bad), "--control-mode", "pd_ee_delta_pose", "--count", "1", "--no-progress"]) == 1
     captured = capsys.readouterr()
     assert "episode 0: " in captured.out and "nothing written" in captured.err  # the reason is named
     assert sorted(p.name for p in tmp_path.iterdir()) == before
 
 
+@slow
 def test_episodes_bring_their_own_geometry(demos, make):
     from replay.convert import _make
 
@@ -465,7 +534,8 @@ def test_images_compressed_where_rendered_read_back_identical(tmp_path):
     size and layout as when h5py compresses them itself."""
     import h5py
 
-    from replay.trajectory import CompressedImages, _write_tree, precompress
+    from replay.trajectory import CompressedImages, precompress
+    from replay.trajectory.layout import write_tree
 
     rng = np.random.default_rng(0)
     tree = {"sensor_data": {"c": {"rgb": rng.integers(0, 255, (9, 24, 32, 3), dtype=np.uint8),
@@ -476,7 +546,7 @@ def test_images_compressed_where_rendered_read_back_identical(tmp_path):
     assert isinstance(packed["sensor_data"]["c"]["depth"], CompressedImages) and isinstance(packed["agent"]["qpos"], np.ndarray)
     for name, t in (("plain", tree), ("packed", packed)):
         with h5py.File(tmp_path / f"{name}.h5", "w") as f:
-            _write_tree(f.create_group("obs"), t, compress=True)
+            write_tree(f.create_group("obs"), t, compress=True)
     with h5py.File(tmp_path / "plain.h5") as a, h5py.File(tmp_path / "packed.h5") as b:
         for path in ("sensor_data/c/rgb", "sensor_data/c/depth", "pointcloud/rgb", "pointcloud/xyzw", "agent/qpos"):
             x, y = a["obs"][path], b["obs"][path]

@@ -11,6 +11,7 @@ import torch
 from envs.core.pose import axis_angle_to_quat, quat_angle, quat_apply, quat_mul
 from envs.robots import get_robot, robot_uids
 from envs.robots.kinematics import ChainKinematics
+from tests.marks import slow
 
 pytestmark = pytest.mark.parametrize("uid", robot_uids())
 
@@ -120,6 +121,7 @@ def test_pick_cube_workspace_reachable_from_rest(uid):
     assert quat_angle(reached[:, 3:], target[:, 3:]).max() < 1e-2
 
 
+@slow
 def test_tcp_quaternion_is_continuous_around_gripper_down(make, uid):
     """The observed TCP quaternion keeps its sign while the gripper, pointing down (where w is
     about 0), tilts back and forth: a policy never sees q jump to -q."""

@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from envs.core.pose import quat_apply, quat_conj, quat_to_euler_xyz
+from tests.marks import slow
 
 N = 2
 
@@ -27,6 +28,7 @@ def _hold(base):
     return action, slices
 
 
+@slow
 def test_each_robot_follows_its_part_of_the_action(make):
     env, base = _env(make, ("ur5e", "panda"), mode="pd_joint_target_delta_pos")  # steps add up on the targets
     assert [a.spec.uid for a in base.agents] == ["ur5e", "panda"] and base.agent is base.agents[0]
@@ -79,6 +81,7 @@ def test_state_round_trip_restores_both_robots(make):
     assert torch.allclose(first[0], again[0], rtol=1e-3, atol=1e-3)
 
 
+@slow
 def test_robots_collide_with_each_other(make):
     """Both TCPs are sent to the same point between the robots: the grippers meet and stop."""
     env, base = _env(make, ("panda", "panda"), mode="pd_ee_pose")
@@ -110,6 +113,7 @@ class _Point:
         return self._pose
 
 
+@slow
 def test_scripted_grasp_solves_it(make, pick_and_place):
     """The cube handed over (put within the right robot's reach): the right robot picks it and
     holds it at the goal while the left one reaches to a point of its own; success fires."""

@@ -8,6 +8,7 @@ from envs import doctor
 from benchmarks.throughput import main as benchmark_main
 from envs.wrappers import RecordVideo
 from envs.wrappers.video import STATE_COLOURS, annotate, tile
+from tests.marks import render, slow
 
 
 def _frames(path):
@@ -18,6 +19,7 @@ def _frames(path):
         reader.close()
 
 
+@render
 def test_recorded_video_decodes_to_one_frame_per_reset_and_step(make, tmp_path):
     n, steps = 3, 6
     env = RecordVideo(
@@ -38,6 +40,7 @@ def test_recorded_video_decodes_to_one_frame_per_reset_and_step(make, tmp_path):
     assert first[0].std() > 1.0
 
 
+@render
 def test_video_from_an_observation_camera(make, tmp_path):
     env = RecordVideo(make("PickCube-v1", num_envs=2, obs_mode="rgb", robot_uids="panda_wristcam", sensor_configs={"width": 32, "height": 32}), tmp_path, camera="hand_camera")
     env.reset(seed=0)
@@ -48,6 +51,7 @@ def test_video_from_an_observation_camera(make, tmp_path):
         RecordVideo(make("PickCube-v1", num_envs=1), tmp_path)
 
 
+@render
 def test_missing_mp4_writer_is_one_clear_error_before_any_file(make, tmp_path, no_mp4_writer):
     with pytest.raises(ValueError, match="imageio-ffmpeg"):
         RecordVideo(make("PickCube-v1", num_envs=1, render_mode="rgb_array"), tmp_path / "v")
@@ -63,12 +67,15 @@ def test_tiles_show_each_envs_success():
     assert grid.shape == (2 * out.shape[1], 2 * out.shape[2], 3)
 
 
+@slow
+@render
 def test_doctor_finds_the_renderer(capsys):
     assert doctor.main([]) == 0
     out = capsys.readouterr().out
     assert "renders with" in out and "OK" in out
 
 
+@render
 def test_benchmark_camera_flags(capsys):
     assert benchmark_main(["-n", "2", "--steps", "2", "-o", "rgbd", "--cam-width", "16", "--cam-height", "16", "--json"]) == 0
     out = capsys.readouterr().out

@@ -15,22 +15,11 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
-import torch
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
+from envs.core.tree import row, to_numpy
 from envs.parallel.spaces import single
-
-
-def to_numpy(tree: Any) -> Any:
-    """Tensors (also nested in dicts) as NumPy arrays that share nothing with the env."""
-    if isinstance(tree, dict):
-        return {k: to_numpy(v) for k, v in tree.items()}
-    return tree.numpy().copy() if isinstance(tree, torch.Tensor) else np.array(tree)
-
-
-def _rows(tree: Any, i: int) -> Any:
-    return {k: _rows(v, i) for k, v in tree.items()} if isinstance(tree, dict) else tree[i]
 
 
 def _vector_info(info: dict[str, Any], mask: np.ndarray) -> dict[str, Any]:
@@ -88,7 +77,7 @@ class GymVectorEnv(VectorEnv):
             idx = np.flatnonzero(done)
             final_obs = np.full(self.num_envs, None, dtype=object)
             for i in idx:
-                final_obs[i] = _rows(obs, i)
+                final_obs[i] = row(obs, i)
             final_info = _vector_info({k: v for k, v in info.items() if not k.startswith("_")}, done)
             new_obs, new_info = self.env.reset(options={"env_idx": idx})
             obs, info = to_numpy(new_obs), _vector_info(to_numpy(new_info), self._all)

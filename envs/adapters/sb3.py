@@ -20,7 +20,7 @@ import numpy as np
 import torch
 from stable_baselines3.common.vec_env import VecEnv
 
-from envs.adapters.gym_vector import to_numpy
+from envs.core.tree import row, to_numpy
 from envs.parallel.layout import flatten
 from envs.parallel.spaces import single
 
@@ -42,10 +42,6 @@ def _flat_obs(obs: Any) -> Any:
     if isinstance(obs, dict):
         return {"/".join(path): to_numpy(t) for path, t in flatten(obs, ())}
     return to_numpy(obs)
-
-
-def _row(obs: Any, i: int) -> Any:
-    return {k: v[i].copy() for k, v in obs.items()} if isinstance(obs, dict) else obs[i].copy()
 
 
 class SB3VecEnv(VecEnv):
@@ -79,7 +75,7 @@ class SB3VecEnv(VecEnv):
         if len(idx):
             for i in idx:
                 infos[i] = {
-                    "terminal_observation": _row(obs, i),
+                    "terminal_observation": row(obs, i),
                     "TimeLimit.truncated": bool(truncated[i] and not terminated[i]),
                     "is_success": bool(success[i]),
                 }

@@ -87,6 +87,17 @@ class BatchRNG:
         )
 
 
+def check_action(action, shape: tuple[int, ...], mode: ControlMode) -> torch.Tensor:
+    """`action` as a float32 tensor, or a ValueError when its shape is not `shape` or a value is
+    not finite (in-process and over workers alike)."""
+    a = torch.as_tensor(action, dtype=torch.float32)
+    if tuple(a.shape) != tuple(shape):
+        raise ValueError(f"action has shape {tuple(a.shape)}; {mode.value} expects {tuple(shape)}")
+    if not torch.isfinite(a).all():
+        raise ValueError("action contains NaN or infinite values")
+    return a
+
+
 def _flatten(tree: dict[str, Any]) -> list[torch.Tensor]:
     out = []
     for key in tree:
@@ -302,17 +313,8 @@ class BaseEnv(gym.Env):
         info["elapsed_steps"] = self.elapsed_steps.clone()
         return self.get_obs(info), info
 
-    def _check_action(self, action) -> torch.Tensor:
-        a = torch.as_tensor(action, dtype=torch.float32)
-        expected = (self.num_envs, self.controller.action_dim)
-        if tuple(a.shape) != expected:
-            raise ValueError(f"action has shape {tuple(a.shape)}; {self.control_mode.value} expects {expected}")
-        if not torch.isfinite(a).all():
-            raise ValueError("action contains NaN or infinite values")
-        return a
-
     def step(self, action):
-        self.controller.apply(self._check_action(action))
+        self.controller.apply(check_action(action, (self.num_envs, self.controller.action_dim), self.control_mode))
         for _ in range(self.sim_steps_per_control):
             self.world.step()
         self.elapsed_steps += 1

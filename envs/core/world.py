@@ -243,22 +243,21 @@ class ArticulationGroup(_Cached):
         self, targets: torch.Tensor, env_idx: torch.Tensor | None = None, joints: list[int] | None = None
     ) -> None:
         """targets: (len(env_idx), len(joints)); joints are indices into the active joints."""
-        t = targets.detach().cpu().tolist()
-        cols = list(range(self.dof)) if joints is None else joints
-        for k, i in enumerate(_idx(env_idx, len(self.articulations))):
-            js = self.joints[i]
-            for c, v in zip(cols, t[k]):
-                js[c].set_drive_target(v)
+        self._per_joint(targets, env_idx, joints, lambda joint, v: joint.set_drive_target(v))
 
     def set_drive_velocity_targets(
         self, targets: torch.Tensor, env_idx: torch.Tensor | None = None, joints: list[int] | None = None
     ) -> None:
-        t = targets.detach().cpu().tolist()
+        """As set_drive_targets, for the drives' velocity targets."""
+        self._per_joint(targets, env_idx, joints, lambda joint, v: joint.set_drive_velocity_target(v))
+
+    def _per_joint(self, values: torch.Tensor, env_idx: torch.Tensor | None, joints: list[int] | None, set_one: Callable) -> None:
+        t = values.detach().cpu().tolist()
         cols = list(range(self.dof)) if joints is None else joints
         for k, i in enumerate(_idx(env_idx, len(self.articulations))):
             js = self.joints[i]
             for c, v in zip(cols, t[k]):
-                js[c].set_drive_velocity_target(v)
+                set_one(js[c], v)
 
     def root_pose(self) -> torch.Tensor:  # (N, 7) env-local
         return _env_local(pose_rows(a.get_root_pose() for a in self.articulations), self._offsets)

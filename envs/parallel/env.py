@@ -40,6 +40,7 @@ import gymnasium as gym
 import numpy as np
 import torch
 
+from envs.core.env import check_action
 from envs.parallel.layout import Field, Layout, Path, unflatten
 from envs.parallel.spaces import with_num_envs
 from envs.parallel.worker import OK, STEP, LocalWorker, WorkerSpec, run_worker
@@ -313,18 +314,8 @@ class ParallelEnv(gym.Env):
         self._gather(range(self.num_workers), "resetting")
         return self._read_obs(), self._read(("info",), self._info_paths)
 
-    def _check_action(self, action) -> torch.Tensor:
-        """As BaseEnv checks it, here before anything is sent."""
-        a = torch.as_tensor(action, dtype=torch.float32)
-        expected = (self.num_envs, *self.single_action_space.shape)
-        if tuple(a.shape) != expected:
-            raise ValueError(f"action has shape {tuple(a.shape)}; {self.control_mode.value} expects {expected}")
-        if not torch.isfinite(a).all():
-            raise ValueError("action contains NaN or infinite values")
-        return a
-
     def step(self, action):
-        a = self._check_action(action)
+        a = check_action(action, (self.num_envs, *self.single_action_space.shape), self.control_mode)  # before anything is sent
         self._check_open()
         self._settle()
         self._views[("action",)].copy_(a)

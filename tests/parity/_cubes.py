@@ -14,6 +14,7 @@ import envs  # noqa: F401  (registers)
 from envs.core.pose import quat_apply, quat_to_axis_angle
 from envs.tasks.common import TABLE_SCENE_QPOS
 from tests.parity import Row
+from tests.parity._tabletop import put as place
 
 TABLE_SCENE = "mani_skill/utils/scene_builder/table/scene_builder.py"
 COMMON = "mani_skill/utils/building/actors/common.py"
@@ -155,12 +156,9 @@ def put(e, actors: dict, qvel: dict | None = None) -> dict:
     """Reset e with seed 0, set the named actors' poses (N, 7) at rest (and robots' qvel) through
     set_state_dict, and evaluate."""
     e.reset(seed=0)
-    state = e.get_state_dict()
     for name, pose in actors.items():
-        s = state["actors"][name].clone()
-        s[:, :7] = pose
-        s[:, 7:] = 0.0
-        state["actors"][name] = s
+        place(e, name, pose)
+    state = e.get_state_dict()
     for name, v in (qvel or {}).items():
         s = state["articulations"][name].clone()
         d = e.world.articulations[name].dof
@@ -168,6 +166,12 @@ def put(e, actors: dict, qvel: dict | None = None) -> dict:
         state["articulations"][name] = s
     e.set_state_dict(state)
     return e.evaluate()
+
+
+def reward_at(e, actors: dict) -> tuple[float, float]:
+    """Env 0's dense and normalised dense reward with the actors placed as `put` places them."""
+    info = put(e, actors)
+    return float(e.raw_dense_reward(info)[0]), float(e.compute_dense_reward(info)[0])
 
 
 def at(pos: torch.Tensor, quat=(1.0, 0.0, 0.0, 0.0)) -> torch.Tensor:

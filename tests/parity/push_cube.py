@@ -15,6 +15,8 @@ from transforms3d.quaternions import mat2quat
 
 import envs  # noqa: F401  (registers)
 from tests.parity import Row, Table
+from tests.parity._cubes import at
+from tests.parity._tabletop import put
 
 RED = (194 / 255, 19 / 255, 22 / 255, 1.0)
 WHITE = (1.0, 1.0, 1.0, 1.0)
@@ -92,13 +94,7 @@ def _samples(env_id: str) -> dict[str, torch.Tensor]:
 
 def _put(env, actor: str, pos, quat=(1.0, 0.0, 0.0, 0.0)) -> None:
     """Actor at pos (N, 3) at rest in every env, through set_state_dict."""
-    state = env.get_state_dict()
-    s = state["actors"][actor].clone()
-    s[:, :3] = torch.as_tensor(pos, dtype=torch.float32)
-    s[:, 3:7] = torch.tensor(quat)
-    s[:, 7:] = 0.0
-    state["actors"][actor] = s
-    env.set_state_dict(state)
+    put(env, actor, at(torch.as_tensor(pos, dtype=torch.float32).expand(env.num_envs, 3), quat))
 
 
 def _success_at(env, dx: float, z: float) -> bool:

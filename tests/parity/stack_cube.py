@@ -8,10 +8,11 @@ import torch
 
 from envs.modes import ObsMode
 from tests.parity import Row, Table
-from tests.parity._tabletop import extra_keys
 from tests.parity._cubes import (
-    PANDA, RANGE_TOL, SAMPLES, at, bounds, camera, camera_rows, env, put, robot_rows, sampled, table_rows, tilt, yaw_spread,
+    PANDA, RANGE_TOL, SAMPLES, at, bounds, camera, camera_rows, env, put, reward_at, robot_rows, sampled, table_rows,
+    tilt, yaw_spread,
 )
+from tests.parity._tabletop import extra_keys
 
 ID = "StackCube-v1"
 SRC = "mani_skill/envs/tasks/tabletop/stack_cube.py"
@@ -49,11 +50,9 @@ def _static(lin: float, ang: float) -> bool:
     return bool(e.evaluate()["is_cubeA_static"].all())
 
 
-
 def _reward_at_success() -> tuple[float, float]:
     e = _e()
-    info = put(e, {"cubeA": at(e.cubeB.pose()[:, :3] + torch.tensor([0.0, 0.0, 0.04]))})
-    return float(e.raw_dense_reward(info)[0]), float(e.compute_dense_reward(info)[0])
+    return reward_at(e, {"cubeA": at(e.cubeB.pose()[:, :3] + torch.tensor([0.0, 0.0, 0.04]))})
 
 
 TABLE = Table(

@@ -8,11 +8,11 @@ import torch
 
 from envs.modes import ObsMode
 from tests.parity import Row, Table
-from tests.parity._tabletop import extra_keys
 from tests.parity._cubes import (
-    PANDA, RANGE_TOL, SAMPLES, TABLE_SCENE, at, bounds, camera, camera_rows, env, put, robot_rows, sampled, table_rows, tilt,
-    yaw_spread,
+    PANDA, RANGE_TOL, SAMPLES, TABLE_SCENE, at, bounds, camera, camera_rows, env, put, reward_at, robot_rows, sampled,
+    table_rows, tilt, yaw_spread,
 )
+from tests.parity._tabletop import extra_keys
 
 ID = "TwoRobotPickCube-v1"
 SRC = "mani_skill/envs/tasks/tabletop/two_robot_pick_cube.py"
@@ -39,11 +39,9 @@ def _success(distance: float, right_speed: float = 0.0, left_speed: float = 0.0)
     return bool(info["success"].all())
 
 
-
 def _reward_at_success() -> tuple[float, float]:
     e = _e()
-    info = put(e, {"cube": at(e.goal_pos.clone())})
-    return float(e.raw_dense_reward(info)[0]), float(e.compute_dense_reward(info)[0])
+    return reward_at(e, {"cube": at(e.goal_pos.clone())})
 
 
 TABLE = Table(
