@@ -44,20 +44,20 @@ def _stack_cube(base):
 
 
 def _place_sphere(base):
-    _put(base, "sphere", _at(base.goal_pos()))
+    put(base, "sphere", _at(base.goal_pos()))
 
 
 def _stack_pyramid(base):
     b = base.cubeB.pose()
     beside = pose_mul(b, torch.tensor([[0.042, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0]]).expand(len(b), 7))  # 2 mm apart
     on_both = pose_mul(b, torch.tensor([[0.021, 0.0, 0.04, 1.0, 0.0, 0.0, 0.0]]).expand(len(b), 7))
-    _put(base, "cubeA", beside)
-    _put(base, "cubeC", on_both)
+    put(base, "cubeA", beside)
+    put(base, "cubeC", on_both)
 
 
 def _pull_cube_tool(base):
     pos = base.agent.root_pose[:, :3] + torch.tensor([0.4, 0.1, 0.02])  # 0.41 m from the base, clear of the tool
-    _put(base, "cube", _at(pos))
+    put(base, "cube", _at(pos))
 
 
 def _lift_peg_upright(base):

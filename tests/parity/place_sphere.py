@@ -10,7 +10,7 @@ from envs.modes import ObsMode
 from tests.parity import Row, Table
 from tests.parity._tabletop import extra_keys, shapes
 from tests.parity._cubes import (
-    COMMON, PANDA, RANGE_TOL, SAMPLES, at, bounds, camera, camera_rows, env, put, robot_rows, sampled, table_rows, tilt,
+    COMMON, PANDA, RANGE_TOL, SAMPLES, at, bounds, camera, camera_rows, env, put, reward_at, robot_rows, sampled, table_rows, tilt,
 )
 
 ID = "PlaceSphere-v1"
@@ -53,12 +53,6 @@ def _static(lin: float, ang: float) -> bool:
     state["actors"]["sphere"][:, 10] = ang
     e.set_state_dict(state)
     return bool(e.evaluate()["is_obj_static"].all())
-
-
-def _reward_at_success() -> tuple[float, float]:
-    e = _e()
-    info = put(e, {"sphere": at(e.goal_pos())})
-    return float(e.raw_dense_reward(info)[0]), float(e.compute_dense_reward(info)[0])
 
 
 def _reward_in_bin_not_grasped() -> float:
@@ -117,7 +111,7 @@ TABLE = Table(
             lambda: extra_keys(ID, ObsMode.STATE), SRC),
         Row("extra obs, camera modes (in order)", ("is_grasped", "tcp_pose", "bin_pos"), lambda: extra_keys(ID, ObsMode.RGB), SRC),
         Row("state obs dim", 39, _state_dim, SRC),
-        Row("dense / normalised dense reward at success", (13.0, 1.0), _reward_at_success, SRC),
+        Row("dense / normalised dense reward at success", (13.0, 1.0), lambda: reward_at(_e(), {"sphere": at(_e().goal_pos())}), SRC),
         Row("dense reward on the bin, not grasped, turning at 1 rad/s, arm still", round(6 + (16 + 1 - math.tanh(1.0) + 1) / 3, 5),
             _reward_in_bin_not_grasped, SRC),
         Row("observation cameras", ("base_camera",), lambda: tuple(c.uid for c in _e()._default_sensor_configs()), SRC),
