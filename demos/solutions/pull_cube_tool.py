@@ -4,7 +4,6 @@ the base until the cube lies well within reach (5 cm inside the success radius).
 
 from __future__ import annotations
 
-import math
 
 import torch
 

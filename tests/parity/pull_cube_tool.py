@@ -10,7 +10,7 @@ from envs.modes import ObsMode
 from tests.parity import Row, Table
 from tests.parity._tabletop import extra_keys, shapes
 from tests.parity._cubes import (
-    COMMON, RANGE_TOL, SAMPLES, at, bounds, camera, camera_rows, env, put, robot_rows, sampled, table_rows, tilt, yaw_spread,
+    RANGE_TOL, SAMPLES, at, bounds, camera, camera_rows, env, put, robot_rows, sampled, table_rows, tilt,
 )
 
 ID = "PullCubeTool-v1"
