@@ -25,6 +25,7 @@ import tyro
 from demos.solutions import solution_for
 from demos.workers import GenerationJob
 from envs.core.registry import TASKS, check_env_id
+from envs.robots.base import robot_family
 from envs.executor import Lost, make_pool, parse_executor
 from envs.modes import ControlMode, ObsMode, parse_mode
 from replay.trajectory import Output, read_meta
@@ -79,6 +80,9 @@ class GenerateConfig:
     speed: float = 1.0
     """planned motions' speed as a fraction of the planner's joint limits (2 rad/s, 5 rad/s^2);
     slower demos have more, smaller steps"""
+    max_episode_steps: int = 0
+    """step limit of the recording env (0: the solution's, else the task's); slow or long-holding
+    demos need more than the task's"""
     executor: str = "local"
     """local (worker processes on this machine) or ray (Ray actors on a cluster; pip install -e ".[ray]")"""
     address: Annotated[str | None, tyro.conf.arg(metavar="ADDR", help_behavior_hint="(default: a local Ray started for the run)")] = None
@@ -87,7 +91,7 @@ class GenerateConfig:
     def __post_init__(self) -> None:
         self.env_id = check_env_id(self.task)
         self.solution = solution_for(self.env_id)
-        if self.robot_uids not in self.solution.robots:
+        if robot_family(self.robot_uids) not in self.solution.robots:  # panda_wristcam plans as a panda
             raise ValueError(f"{self.env_id}'s solution supports robots: {', '.join(self.solution.robots)}")
         if self.n <= 0:
             raise ValueError(f"--n must be a positive number of demonstrations, got {self.n}")
@@ -96,6 +100,8 @@ class GenerateConfig:
         self.executor_kind = parse_executor(self.executor, self.address)
         if self.hold < 1:
             raise ValueError(f"--hold must be at least 1 step, got {self.hold}")
+        if self.max_episode_steps < 0:
+            raise ValueError(f"--max-episode-steps must be >= 0, got {self.max_episode_steps}")
         if not 0.05 <= self.speed <= 1.0:
             raise ValueError(f"--speed must be in [0.05, 1] (a fraction of the planner's joint speed limits), got {self.speed}")
         mode = parse_mode(ControlMode, self.control_mode, "control mode")
@@ -118,11 +124,13 @@ class GenerateConfig:
         """Stored in the file: replays build their envs with them. Isolated physics makes an
         episode's replay bit-identical whatever batch it runs in; on a shared PhysX system its
         place and neighbours move the last bits, which a grasp amplifies. A solution that needs
-        longer episodes than the task's default stores its own limit."""
+        longer episodes than the task's default stores its own limit; so do slow or long-holding
+        demos given --max-episode-steps."""
         kwargs = {"obs_mode": self.obs_mode, "control_mode": self.control_mode, "robot_uids": self.robot_uids,
                   "physics": {"isolated": True}}
-        if self.solution.max_episode_steps is not None:
-            kwargs["max_episode_steps"] = self.solution.max_episode_steps
+        steps = self.max_episode_steps or self.solution.max_episode_steps
+        if steps is not None:
+            kwargs["max_episode_steps"] = steps
         return kwargs
 
 

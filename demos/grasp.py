@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import torch
 
 from envs.core.pose import matrix_to_quat, quat_angle, quat_apply, quat_conj, quat_mul, quat_to_matrix
+from envs.robots.base import robot_family
 
 
 @dataclass(frozen=True)
@@ -37,9 +38,11 @@ ADAPTERS: dict[str, GraspAdapter] = {
 
 
 def adapter_for(robot_uid: str) -> GraspAdapter:
-    if robot_uid not in ADAPTERS:
+    """The robot's adapter, or its family's (panda_wristcam grasps as a panda)."""
+    family = robot_family(robot_uid)
+    if family not in ADAPTERS:
         raise ValueError(f"no grasp adapter for robot {robot_uid!r}; robots with one: {', '.join(sorted(ADAPTERS))}")
-    return ADAPTERS[robot_uid]
+    return ADAPTERS[family]
 
 
 def _frame(z: torch.Tensor, y: torch.Tensor) -> torch.Tensor:

@@ -33,6 +33,9 @@ class PlanRequest:
     robot_uid: str
     qpos: tuple[float, ...]  # full robot qpos
     goal: tuple[float, ...]  # (7,) TCP pose in the root frame
+    # further (7,) goals tried in order when `goal` cannot be reached; the plan ends at the first
+    # that can (a later stage reads where the TCP went, not which goal it was)
+    fallbacks: tuple[tuple[float, ...], ...] = ()
     obstacles: tuple[Box, ...] = ()
     attached: Box | None = None  # a held object, pose relative to the TCP
     screw_only: bool = False
@@ -110,9 +113,18 @@ class ArmPlanner:
         return {"status": "Success", "position": _trapezoid(np.vstack(path), VEL_LIMIT * speed, ACC_LIMIT * speed**2, dt)}
 
     def plan(self, req: PlanRequest) -> tuple[np.ndarray | None, str]:
-        """(T, n_arm) joint targets, or None and why."""
+        """(T, n_arm) joint targets to the first goal that can be reached, or None and why the
+        first could not."""
         self._set_obstacles(req.obstacles, req.attached)
-        goal = self._mplib.Pose(req.goal[:3], req.goal[3:])
+        first = None
+        for goal in (req.goal, *req.fallbacks):
+            traj, why = self._plan_to(req, self._mplib.Pose(goal[:3], goal[3:]))
+            if traj is not None:
+                return traj, why
+            first = first or why
+        return None, first
+
+    def _plan_to(self, req: PlanRequest, goal) -> tuple[np.ndarray | None, str]:
         # a closed gripper's targets lie past its joint limits (to keep squeezing); mplib's screw
         # planner rejects a start outside the limits, so plan from the nearest admissible one
         limits = self.planner.joint_limits

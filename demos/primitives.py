@@ -178,9 +178,52 @@ def tilted(grasp: Target, degrees: float, toward: Value) -> Target:
     return target
 
 
+def yawed(target: Target, degrees: float) -> Target:
+    """Target: target's TCP pose turned by `degrees` about the vertical through the TCP: for a
+    grasp from above or a held box, the same grasp or placing with the hand turned (180 degrees
+    swaps the fingers, 90 closes along the box's other axis)."""
+
+    def value(env, idx, adapter):
+        tcp = target(env, idx, adapter)
+        turn = axis_angle_to_quat(torch.tensor([0.0, 0.0, math.radians(degrees)]).expand(len(idx), 3))
+        return torch.cat((tcp[:, :3], quat_mul(turn, tcp[:, 3:])), 1)
+
+    return value
+
+
+def away_from_robot(obj: str) -> Value:
+    """The horizontal direction (k, 3) from the robot's base to actor group `env.<obj>`."""
+
+    def value(env, idx):
+        d = getattr(env, obj).pose()[idx, :3] - env.agent.root_pose[idx, :3]
+        d[:, 2] = 0
+        return d
+
+    return value
+
+
 def pre_grasp(grasp: Target, distance: float = 0.06) -> Target:
+    """Target: grasp's TCP poses (each candidate's) moved back `distance` (m) along the approach."""
+
     def target(env, idx, adapter):
-        return offset_along_approach(grasp(env, idx, adapter), distance, adapter)
+        tcp = grasp(env, idx, adapter)
+        return offset_along_approach(tcp.reshape(-1, 7), distance, adapter).reshape(tcp.shape)
+
+    return target
+
+
+def first_reachable(*targets: Target) -> Target:
+    """Target: candidates (k, C, 7), planned to in order until one can be reached (an arm's
+    reach and joint limits decide, say, how far a grasp may lean)."""
+    return lambda env, idx, adapter: torch.stack([t(env, idx, adapter) for t in targets], 1)
+
+
+def advance(distance: float) -> Target:
+    """Target: the commanded TCP pose moved `distance` (m) along its approach: from a pre-grasp,
+    the grasp of whichever candidate the reach went to."""
+
+    def target(env, idx, adapter):
+        return offset_along_approach(commanded_tcp(env, idx), -distance, adapter)
 
     return target
 
@@ -285,24 +328,47 @@ def stand_upright(obj: str, height: Value | None = None, turns: tuple[float, flo
 
 
 # ---- stage sequences ----------------------------------------------------------------------------
-def pick(grasp: Target) -> tuple[Stage, ...]:
-    """Reach above the grasp, descend, close: the opening of every pick."""
+def pick(grasp: Target, clearance: float = 0.06) -> tuple[Stage, ...]:
+    """Reach `clearance` (m) back from the grasp (or the first reachable of its candidates),
+    descend, close: the opening of every pick."""
     return (
-        MoveTo("reach", pre_grasp(grasp), OPEN),
-        MoveTo("approach", grasp, OPEN, screw_only=True),
+        MoveTo("reach", pre_grasp(grasp, clearance), OPEN),
+        MoveTo("approach", advance(clearance), OPEN, screw_only=True),
         Grip("grasp", CLOSED),
     )
 
 
-def push(obj: str, goal: Value, contact: Value, hover: float = 0.05, overshoot: float = 0.0) -> tuple[Stage, ...]:
+def push(
+    obj: str, goal: Value, contact: Value, hover: float = 0.05, overshoot: float = 0.0,
+    lean: tuple[float, float] | None = None,
+) -> tuple[Stage, ...]:
     """Closed fingers lowered at `contact` (k, 3), then moved along the table by the object's
-    offset to its goal (plus `overshoot` m): pushes and pulls alike."""
+    offset to its goal (plus `overshoot` m): pushes and pulls alike. `lean` (reach m, degrees):
+    where the object would end farther than `reach` from the robot's base, the hand leans by
+    `degrees` into the push (fingertips ahead of the wrist), which keeps the wrist back within
+    the arm's reach at table height."""
 
     def direction(env, idx):
         return goal(env, idx) - position_of(obj)(env, idx)
 
     def above(env, idx):
         return contact(env, idx) + torch.tensor([0.0, 0.0, hover])
+
+    def posture(target: Target) -> Target:
+        if lean is None:
+            return target
+        reach, degrees = lean
+        leaned = tilted(target, degrees, direction)
+
+        def value(env, idx, adapter):
+            d = direction(env, idx)
+            d[:, 2] = 0
+            length = d.norm(dim=1, keepdim=True).clamp_min(1e-6)
+            end = position_of(obj)(env, idx) + d * (1 + overshoot / length)
+            far = (end[:, :2] - env.agent.root_pose[idx, :2]).norm(dim=1) > reach
+            return torch.where(far[:, None], leaned(env, idx, adapter), target(env, idx, adapter))
+
+        return value
 
     def through(env, idx, adapter):
         tcp = env.agent.tcp_pose[idx].clone()
@@ -313,8 +379,8 @@ def push(obj: str, goal: Value, contact: Value, hover: float = 0.05, overshoot: 
         return tcp
 
     return (
-        MoveTo("reach", facing(direction, above), CLOSED),
-        MoveTo("lower", facing(direction, contact), CLOSED, screw_only=True),
+        MoveTo("reach", posture(facing(direction, above)), CLOSED),
+        MoveTo("lower", posture(facing(direction, contact)), CLOSED, screw_only=True),
         MoveTo("push", through, CLOSED, screw_only=True),
     )
 
@@ -327,19 +393,23 @@ def _distance(d: Distance) -> Callable[[object, torch.Tensor], torch.Tensor]:
 
 
 def insert(
-    obj: str, goal: Value, depth: Callable, approach: Distance, steps: Sequence[Distance], steady: int = 5
+    obj: str, goal: Value, depth: Callable, approach: Distance, steps: Sequence[Distance | tuple[Distance, float]],
+    steady: int = 5, speed: float = 1.0,
 ) -> tuple[Stage, ...]:
     """Bring the held `env.<obj>` onto the axis (local x) of goal(env, idx) (k, 7) at `approach`
     m before `depth`, re-aim from the measured pose at each of `steps` (m before depth, each
-    straight), then push along the axis to depth(env, idx) (k,). Distances are metres or
-    functions (env, idx) -> (k,) of them."""
+    straight; a distance repeated re-aims again in place, converging on the arm's sag), then
+    push along the axis to depth(env, idx) (k,) at `speed`. Distances are metres or functions
+    (env, idx) -> (k,) of them; a step given as (distance, speed) moves at that speed (slow
+    where the object enters a fit: the arm lags its plan less)."""
 
     def before(distance: Distance) -> Value:
         d = _distance(distance)
         return offset_pose(goal, along_x(lambda env, idx: depth(env, idx) - d(env, idx)))
 
     stages: list[Stage] = [MoveTo("align", place_at(obj, before(approach)), CLOSED)]
-    for k, d in enumerate(steps):  # the arm comes to rest first: the correction then sees its sag, not its lag
-        stages += [Grip("steady", CLOSED, steps=steady), MoveTo(f"re-aim {k + 1}", place_at(obj, before(d)), CLOSED, screw_only=True)]
-    stages += [Grip("steady", CLOSED, steps=steady), MoveTo("insert", place_at(obj, before(0.0)), CLOSED, screw_only=True)]
+    for k, step in enumerate(steps):  # the arm comes to rest first: the correction then sees its sag, not its lag
+        d, v = step if isinstance(step, tuple) else (step, 1.0)
+        stages += [Grip("steady", CLOSED, steps=steady), MoveTo(f"re-aim {k + 1}", place_at(obj, before(d)), CLOSED, True, v)]
+    stages += [Grip("steady", CLOSED, steps=steady), MoveTo("insert", place_at(obj, before(0.0)), CLOSED, True, speed)]
     return tuple(stages)

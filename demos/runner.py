@@ -1,15 +1,14 @@
-"""Runs a solution in a batched env: every stage plans for all running envs at once (in the
-planner processes), then executes all plans together.
+"""Runs a solution in a batched env: every env goes through the solution's stages at its own
+pace, planning a stage (in the planner processes) from the state it reached when its previous
+stage ended; the envs that reach a stage at the same step are planned together, and all envs
+step together. An episode records only its own steps: no env waits for another, and no env is
+ever restored to a saved state (a restore leaves PhysX state that moves the last bits of later
+contacts, enough to make a closed-loop correction measured in the run miss in a replay).
 
-Envs whose plan is shorter than the longest are restored, at the stage's end, to the state they
-reached when their own plan ended, so an episode records only its own steps, without the waiting
-that batching needed.
-
-A restore, and every episode an env ran before, leave PhysX state that moves the last bits of
-later contacts. So the episodes of a batch are recorded, at its end, by replaying their actions
-from their initial states in a freshly built env (`replay.verify.record_replay`), exactly as
-`demos verify` and `replay convert` replay them: an episode counts as solved only when that replay
-holds success for the last `hold` steps.
+The episodes of a batch are recorded, at its end, by replaying their actions from their initial
+states in a freshly built env (`replay.verify.record_replay`), exactly as `demos verify` and
+`replay convert` replay them: an episode counts as solved only when that replay holds success
+for the last `hold` steps.
 """
 
 from __future__ import annotations
@@ -111,10 +110,12 @@ class Runner:
             return {int(i): a[k : k + 1].repeat(stage.steps, 1) for k, i in enumerate(idx)}
         if isinstance(stage, Settle):
             return {int(i): hold[i : i + 1].repeat(stage.steps, 1) for i in idx}
-        target = stage.target(env, idx, self.adapter)  # (k, 7) env frame
+        target = stage.target(env, idx, self.adapter)  # (k, 7), or (k, C, 7) candidates in order; env frame
+        if target.ndim == 2:
+            target = target[:, None]
         agent = env.agent
         root_inv = pose_inv(agent.root_pose[idx])
-        goal = pose_mul(root_inv, target)
+        goal = pose_mul(root_inv[:, None].expand(target.shape), target)  # (k, C, 7)
         obstacles = self.solution.obstacles(env, idx)
         requests = []
         for k, i in enumerate(idx.tolist()):
@@ -126,11 +127,12 @@ class Runner:
                 PlanRequest(
                     robot_uid=agent.spec.uid,
                     qpos=tuple(agent.targets[i].tolist()),
-                    goal=tuple(goal[k].tolist()),
+                    goal=tuple(goal[k, 0].tolist()),
+                    fallbacks=tuple(tuple(g) for g in goal[k, 1:].tolist()),
                     obstacles=boxes,
                     screw_only=stage.screw_only,
                     control_dt=1.0 / env.control_freq,
-                    speed=self.speed,
+                    speed=self.speed * stage.speed,
                 )
             )
         plans = {}
@@ -144,22 +146,63 @@ class Runner:
 
     # ---- one batch --------------------------------------------------------------------------------
     def run(self, seeds: list[int]) -> list[Outcome]:
+        """Every env goes through the stages at its own pace: when its current stage's actions
+        run out, its next stage is planned from the state it is in at that step (the envs that
+        arrive together are planned together) while the others go on. No env waits for another
+        and none is ever restored, so a batch runs each episode as its replay from the initial
+        state runs it, and corrections measured during the run hold in the replay."""
         env = self.env
         n = env.num_envs
         assert len(seeds) == n
-        obs, info = env.reset(seed=seeds)
-        recs = [_Recorder(int(s), _scene_kwargs(env, i)) for i, s in enumerate(seeds)]
+        env.reset(seed=seeds)
         state = env.get_state_dict()
+        # restored as a replay restores it (re-inserting every actor), so that the run starts as
+        # the replay will
+        env.set_state_dict(state)
+        obs = env.get_obs(env.evaluate())
+        recs = [_Recorder(int(s), _scene_kwargs(env, i)) for i, s in enumerate(seeds)]
         for i in range(n):
             recs[i].states.append(row(state, i))
             if self.record_obs:
                 recs[i].obs.append(obs[i].numpy().copy())
-        for stage in self.solution.stages:
-            idx = torch.tensor([i for i in range(n) if recs[i].failure is None and not recs[i].solved], dtype=torch.long)
-            if len(idx) == 0:
+        stages = self.solution.stages
+        stage_of = [-1] * n  # the stage each env is in
+        plan: dict[int, torch.Tensor] = {}  # env -> the (T, A) actions of its stage
+        step = [0] * n  # env -> the next row of its plan
+        streak = [0] * n  # env -> steps in a row with success, in a Settle stage
+        running = set(range(n))
+        while True:
+            need = sorted(i for i in running if i not in plan or step[i] >= len(plan[i]))
+            while need:  # the next stage of every env that finished one; a stage may end at once
+                groups: dict[int, list[int]] = {}
+                for i in need:
+                    stage_of[i] += 1
+                    plan.pop(i, None)
+                    if stage_of[i] >= len(stages):
+                        running.discard(i)
+                    else:
+                        groups.setdefault(stage_of[i], []).append(i)
+                need = []
+                for s, members in sorted(groups.items()):
+                    plans = self._plans(stages[s], torch.tensor(members, dtype=torch.long), recs)
+                    for i in members:
+                        if recs[i].failure is not None:
+                            running.discard(i)
+                        elif len(plans[i]) == 0:
+                            need.append(i)
+                        else:
+                            plan[i], step[i], streak[i] = plans[i], 0, 0
+            if not running:
                 break
-            plans = self._plans(stage, idx, recs)
-            self._execute(plans, recs, settle=stage.hold if isinstance(stage, Settle) else 0)
+            success = self._step({i: plan[i][step[i]] for i in sorted(running)}, recs)
+            for i in sorted(running):
+                step[i] += 1
+                stage = stages[stage_of[i]]
+                if isinstance(stage, Settle):
+                    streak[i] = streak[i] + 1 if bool(success[i]) else 0
+                    if streak[i] >= stage.hold:
+                        recs[i].solved = True
+                        running.discard(i)
         self._record_by_replay(recs)
         outcomes = []
         for r in recs:
@@ -191,46 +234,24 @@ class Runner:
             if not e.success[-self.hold :].all():
                 r.solved, r.failure = False, f"its replay from the initial state does not hold success for the last {self.hold} steps"
 
-    def _execute(self, plans: dict[int, torch.Tensor], recs: list[_Recorder], settle: int) -> None:
-        """Steps every env through its plan; with settle > 0, an env also stops (solved) once
-        it has reported success for `settle` steps in a row."""
+    def _step(self, actions: dict[int, torch.Tensor], recs: list[_Recorder]) -> torch.Tensor:
+        """One env step: env i takes actions[i] and records it; the others (their episodes
+        over) hold their targets, unrecorded. The (N,) success flags."""
         env = self.env
-        if not plans:
-            return
-        running = dict(plans)
-        streak = dict.fromkeys(plans, 0)
-        ended: dict[int, dict] = {}  # env -> its state when its plan ended early
-        t = 0
-        while running:
-            action = self._hold()
-            for i, p in running.items():
-                action[i] = p[t]
-            obs, reward, terminated, truncated, info = env.step(action)
-            state = env.get_state_dict()
-            for i in list(running):
-                r = recs[i]
-                r.actions.append(action[i].numpy().copy())
-                r.rewards.append(float(reward[i]))
-                r.success.append(bool(info["success"][i]))
-                r.fail.append(bool(info["fail"][i]))
-                r.terminated.append(bool(terminated[i]))
-                r.truncated.append(bool(truncated[i]))
-                r.states.append(row(state, i))
-                if self.record_obs:
-                    r.obs.append(obs[i].numpy().copy())
-                finished = t + 1 >= len(running[i])
-                streak[i] = streak[i] + 1 if bool(info["success"][i]) else 0
-                if settle and streak[i] >= settle:
-                    r.solved, finished = True, True
-                if finished:
-                    del running[i]
-                    if running:
-                        ended[i] = row(state, i)
-            t += 1
-        if ended:  # undo the steps those envs only waited through
-            idx = torch.tensor(sorted(ended), dtype=torch.long)
-            rows = stack([ended[i] for i in sorted(ended)])
-            env.set_state_dict(
-                {g: {k: torch.from_numpy(v) for k, v in entries.items()} for g, entries in rows.items()}, idx
-            )
-            env.elapsed_steps[idx] = torch.tensor([len(recs[i].actions) for i in sorted(ended)], dtype=torch.int32)
+        action = self._hold()
+        for i, a in actions.items():
+            action[i] = a
+        obs, reward, terminated, truncated, info = env.step(action)
+        state = env.get_state_dict()
+        for i in actions:
+            r = recs[i]
+            r.actions.append(action[i].numpy().copy())
+            r.rewards.append(float(reward[i]))
+            r.success.append(bool(info["success"][i]))
+            r.fail.append(bool(info["fail"][i]))
+            r.terminated.append(bool(terminated[i]))
+            r.truncated.append(bool(truncated[i]))
+            r.states.append(row(state, i))
+            if self.record_obs:
+                r.obs.append(obs[i].numpy().copy())
+        return info["success"]

@@ -28,6 +28,7 @@ class MoveTo:
     target: Target
     gripper: float
     screw_only: bool = False
+    speed: float = 1.0  # a fraction of the run's speed: slow, the arm lags its plan less (a fit with clearance)
 
 
 @dataclass(frozen=True)

@@ -40,10 +40,18 @@ class _Generator:
         # the planner pool starts first, so its planner builds while the env does; it lives as
         # long as this worker's process (a daemon pool: it ends with the process)
         self.pool = PlannerPool(1, warm=job.robot_uid)
-        env = gym.make(job.env_id, num_envs=job.num_envs, **job.env_kwargs).unwrapped
+        self.make_env = lambda: gym.make(job.env_id, num_envs=job.num_envs, **job.env_kwargs).unwrapped
         solution = with_hold(solution_for(job.env_id), job.hold)
-        self.runner = Runner(env, solution, self.pool, adapter_for(job.robot_uid), job.record_obs, job.speed,
+        self.runner = Runner(self.make_env(), solution, self.pool, adapter_for(job.robot_uid), job.record_obs, job.speed,
                              fresh_env=lambda eps: fresh_env(job.env_id, job.env_kwargs, eps), hold=job.hold)
+        self.used = False
 
     def __call__(self, seeds: list[int]) -> list:
+        # every batch runs in a newly built env (a quarter second): a reset of a used env leaves
+        # PhysX state that moves the last bits of contacts, so only a fresh env runs each episode
+        # exactly as its replay will, and the closed-loop corrections measured in the run hold
+        if self.used:
+            self.runner.env.close()
+            self.runner.env = self.make_env()
+        self.used = True
         return self.runner.run(seeds)

@@ -1,7 +1,9 @@
 """`policies`: train imitation policies on demonstrations and evaluate their checkpoints.
 
-    policies train bc|diffusion --data FILE.h5 [--config configs/NAME.yaml] [--section.key value ...]
+    policies train bc|diffusion|act --data FILE.h5 [--config configs/NAME.yaml] [--section.key value ...]
     policies eval CHECKPOINT [--episodes 100] [--num-envs 16] [--action-horizon K] [--video DIR]
+    policies recipe build configs/recipes/NAME.yaml [--jobs N] [--dry-run] [--demos-only]
+    policies recipe run configs/recipes/NAME.yaml [--jobs N] [--section.key value ...]
 
 `policies train diffusion --help` lists every field of the config with its meaning and default
 (the defaults shown are those after --config). Errors in a config are one line and exit 2.
@@ -14,7 +16,7 @@ import json
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import tyro
 
@@ -92,10 +94,17 @@ def _train(argv: list[str]) -> int:
                 description=f"Train a {kind} policy. Options after --config override the file.")
     from policies.train import train  # heavy imports only once the config is valid
 
-    results = train(run)
-    if results:
-        print(json.dumps({k: v for k, v in results.items() if k != "eval_history"}, indent=1))
+    _print_results(train(run))
     return 0
+
+
+def _print_results(results: dict[str, Any]) -> None:
+    """A run's results.json, less the evaluation history and per-episode lists (they stay in the file)."""
+    if results:
+        shown = {k: v for k, v in results.items() if k != "eval_history"}
+        if isinstance(shown.get("final"), dict):
+            shown["final"] = {k: v for k, v in shown["final"].items() if k != "per_episode"}
+        print(json.dumps(shown, indent=1))
 
 
 def _eval(args: EvalArgs) -> int:
@@ -120,9 +129,70 @@ def _eval(args: EvalArgs) -> int:
     return 0
 
 
+@dataclass
+class RecipeArgs:
+    action: Annotated[str, tyro.conf.Positional, tyro.conf.arg(metavar="{build,run}")]
+    """build (the dataset) or run (build, then train and evaluate)"""
+    recipe: Annotated[str, tyro.conf.Positional, tyro.conf.arg(metavar="RECIPE")]
+    """recipe file, e.g. configs/recipes/diffusion_state_PickCube.yaml"""
+    jobs: int = 0
+    """conversions run at once (0: all of the recipe's)"""
+    dry_run: bool = False
+    """build: print the commands still to run, run none"""
+    demos_only: bool = False
+    """build: stop after the motion-planned demos (plan on one machine, render and train on another)"""
+
+    def __post_init__(self) -> None:
+        if self.action not in ("build", "run"):
+            raise ValueError(f"unknown action {self.action!r}; allowed: build, run")
+        if self.jobs < 0:
+            raise ValueError(f"--jobs must be >= 0, got {self.jobs}")
+
+
+RECIPE_USAGE = """usage: policies recipe build RECIPE.yaml [--jobs N] [--dry-run] [--demos-only]
+       policies recipe run RECIPE.yaml [--jobs N] [--section.key VALUE ...]
+
+build: make the recipe's dataset (demos, conversion, perturbed copies, merge), reusing the files
+that exist. run: build, then train and evaluate the recipe's policy on it; options after the
+recipe override its run settings as `policies train KIND` takes them (see its --help)."""
+
+_RECIPE_FLAGS = {"--jobs": 2, "--dry-run": 1, "--demos-only": 1}  # RecipeArgs' own; the rest are the run's
+
+
+def _recipe(argv: list[str]) -> int:
+    if not argv or argv[:1] in (["-h"], ["--help"]):
+        print(RECIPE_USAGE)
+        return 0 if argv else 2
+    own, rest = argv, []
+    if argv[0] == "run":  # RecipeArgs' own flags; the rest are the run's settings
+        own, rest, i = argv[:2], [], 2
+        while i < len(argv):
+            name = argv[i].partition("=")[0]
+            take = (1 if "=" in argv[i] else _RECIPE_FLAGS[name]) if name in _RECIPE_FLAGS else 0
+            (own if take else rest).extend(argv[i : i + (take or 1)])
+            i += take or 1
+    args = parse(RecipeArgs, own, prog="policies recipe", description=RECIPE_USAGE)
+    from policies import recipe as recipes
+
+    recipe = recipes.load_recipe(args.recipe)
+    try:
+        if args.action == "build":
+            print(recipes.build(recipe, args.jobs, args.dry_run, demos_only=args.demos_only))
+            return 0
+        # the run's options are checked before the build (the recipe file stands in for the data until it exists)
+        default = recipe.run_config(data=args.recipe)
+        run = parse(type(default), rest, default=default, prog=f"policies recipe run {args.recipe}",
+                    description=f"Train and evaluate recipe {recipe.name} ({recipe.policy}); options override its run settings.")
+        _print_results(recipes.run(recipe, run, args.jobs))
+    except recipes.BuildError as e:
+        raise ValueError(str(e)) from None
+    return 0
+
+
 COMMANDS = {
     "train": Command("train a policy (" + ", ".join(RUNS) + ") on demonstrations", _train),
     "eval": Command("evaluate a checkpoint in the batched simulator", _eval, EvalArgs),
+    "recipe": Command("build a recipe's dataset (build), or build it and train and evaluate (run)", _recipe),
 }
 
 

@@ -1,6 +1,6 @@
 """Training and evaluation configs: dataclasses that validate themselves.
 
-A run is `BCRun` or `DiffusionRun` (sections `dataset`, `policy`, `train`, `eval`). The YAML files
+A run is `BCRun`, `DiffusionRun` or `ACTRun` (sections `dataset`, `policy`, `train`, `eval`). The YAML files
 in configs/ hold the same sections; `load_run` merges one over the defaults and rejects unknown
 keys, and the CLI (tyro) is generated from these classes, so `--help` shows every field with the
 comment written under it here.
@@ -33,6 +33,8 @@ def _positive(obj: Any, *names: str) -> None:
     for name in names:
         _check(getattr(obj, name) > 0, f"{name} must be > 0, got {getattr(obj, name)}")
 
+
+IMAGE_ENCODERS = ("cnn", "resnet18")  # policies/models/encoders.py builds them
 
 # the inputs policies/data.py derives from an observation (its DERIVED computes them)
 DERIVED_INPUTS = ("tcp_to_goal_pos", "tcp_to_push_pos")
@@ -93,6 +95,14 @@ class PolicyConfig:
     """image modes: features per camera from the CNN encoder"""
     image_shift: int = 4
     """image modes: random-shift augmentation in pixels during training (0: none)"""
+    image_crop: float = 0.0
+    """image modes: share of each image side cut away, a random window in training and the centre
+    one when acting (random-crop augmentation as in Diffusion Policy, e.g. 0.1; 0: none)"""
+    image_encoder: str = "cnn"
+    """image modes: per-camera encoder; cnn (five small convolutions) or resnet18 (ResNet-18 with
+    GroupNorm, trained from scratch), each ending in a spatial soft-argmax"""
+    image_keypoints: int = 64
+    """image modes: soft-argmax keypoints per camera (features before the projection to image_features)"""
     state_noise: float = 0.0
     """std of Gaussian noise added to the normalised state inputs during training (0: none):
     augmentation against memorising a few demos"""
@@ -109,6 +119,10 @@ class PolicyConfig:
         _check(self.aux_weight >= 0, f"policy.aux_weight must be >= 0, got {self.aux_weight}")
         _positive(self, "obs_horizon", "pred_horizon", "action_horizon", "image_features", "lr")
         _check(self.image_shift >= 0, f"policy.image_shift must be >= 0, got {self.image_shift}")
+        _check(0.0 <= self.image_crop < 0.5, f"policy.image_crop must be in [0, 0.5), got {self.image_crop}")
+        _check(self.image_encoder in IMAGE_ENCODERS,
+               f"policy.image_encoder {self.image_encoder!r}; allowed: {', '.join(IMAGE_ENCODERS)}")
+        _positive(self, "image_keypoints")
         _check(self.state_noise >= 0, f"policy.state_noise must be >= 0, got {self.state_noise}")
         _check(self.warmup_steps >= 0, f"policy.warmup_steps must be >= 0, got {self.warmup_steps}")
         _check(
@@ -168,6 +182,56 @@ class DiffusionConfig(PolicyConfig):
         levels = 2 ** (len(self.unet_dims) - 1)
         _check(self.pred_horizon % levels == 0, f"policy.pred_horizon ({self.pred_horizon}) must be a multiple of {levels} for {len(self.unet_dims)} UNet levels")
         _check(self.kernel_size % 2 == 1, f"policy.kernel_size must be odd, got {self.kernel_size}")
+
+
+@dataclass
+class ACTConfig(PolicyConfig):
+    obs_horizon: int = 1
+    """observations stacked as the policy's input (the current one and those before it)"""
+    pred_horizon: int = 30
+    """actions predicted at once: ACT's chunk size k"""
+    action_horizon: int = 1
+    """steps between predictions; with temporal_ensemble every prediction's action for the current
+    step is averaged, so 1 (a chunk every step) is ACT's own setting"""
+    temporal_ensemble: bool = True
+    """act with the weighted average of every chunk's action for the current step (ACT's temporal
+    ensembling), weights exp(-ensemble_decay * i) with i = 0 the oldest chunk; off: execute
+    action_horizon actions of each chunk as the other policies do"""
+    ensemble_decay: float = 0.01
+    """m of the ensembling weights exp(-m * i): larger trusts the older chunks more"""
+    hidden: int = 512
+    """transformer width"""
+    heads: int = 8
+    """attention heads"""
+    feedforward: int = 1600
+    """transformer feed-forward width"""
+    enc_layers: int = 4
+    """layers of the decoder's transformer encoder (over the latent, state and camera tokens)"""
+    dec_layers: int = 7
+    """layers of the transformer decoder (chunk queries)"""
+    cvae_layers: int = 4
+    """layers of the CVAE encoder (training only)"""
+    latent_dim: int = 32
+    """size of the CVAE's style latent z"""
+    kl_weight: float = 10.0
+    """weight of the KL term (the reconstruction term is L1 on normalised actions)"""
+    dropout: float = 0.1
+    """transformer dropout"""
+    sample_latent: bool = False
+    """acting: draw z from the prior N(0, I) (seeded by the evaluation seed) instead of its mean 0"""
+    ema_decay: float = 0.999
+    """EMA decay of the weights used for evaluation (0: no EMA)"""
+    lr: float = 1e-4
+    """peak learning rate (AdamW; linear warm-up, then cosine decay to 0 at train.max_steps)"""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        _positive(self, "hidden", "heads", "feedforward", "enc_layers", "dec_layers", "cvae_layers", "latent_dim")
+        _check(self.hidden % self.heads == 0, f"policy.hidden ({self.hidden}) must be a multiple of policy.heads ({self.heads})")
+        _check(self.ensemble_decay >= 0, f"policy.ensemble_decay must be >= 0, got {self.ensemble_decay}")
+        _check(self.kl_weight >= 0, f"policy.kl_weight must be >= 0, got {self.kl_weight}")
+        _check(0.0 <= self.dropout < 1.0, f"policy.dropout must be in [0, 1), got {self.dropout}")
+        _check(0.0 <= self.ema_decay < 1.0, f"policy.ema_decay must be in [0, 1), got {self.ema_decay}")
 
 
 @dataclass
@@ -238,6 +302,7 @@ class EvalConfig:
 class PolicyKind(enum.Enum):
     BC = "bc"
     DIFFUSION = "diffusion"
+    ACT = "act"
 
 
 @dataclass
@@ -273,7 +338,13 @@ class DiffusionRun(RunConfig):
     kind: typing.ClassVar[PolicyKind] = PolicyKind.DIFFUSION
 
 
-RUNS: dict[str, type[RunConfig]] = {k.kind.value: k for k in (BCRun, DiffusionRun)}
+@dataclass
+class ACTRun(RunConfig):
+    policy: ACTConfig = field(default_factory=ACTConfig)
+    kind: typing.ClassVar[PolicyKind] = PolicyKind.ACT
+
+
+RUNS: dict[str, type[RunConfig]] = {k.kind.value: k for k in (BCRun, DiffusionRun, ACTRun)}
 
 
 def _coerce(tp: Any, value: Any, where: str) -> Any:
@@ -308,8 +379,18 @@ def from_dict(cls: type, data: Any, where: str = "") -> Any:
     return cls(**kwargs)
 
 
-def load_run(kind: str, config_file: str | Path | None = None, data: str = "") -> RunConfig:
-    """Defaults of `kind`, overlaid with a YAML file's sections (no validation of `data` yet)."""
+def merge_sections(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    """`over` laid over `base`, mappings merged key by key (a recipe's run settings over a config file)."""
+    out = dict(base)
+    for k, v in over.items():
+        out[k] = merge_sections(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+    return out
+
+
+def load_run(kind: str, config_file: str | Path | None = None, data: str = "",
+             overrides: dict[str, Any] | None = None) -> RunConfig:
+    """Defaults of `kind`, overlaid with a YAML file's sections, then with `overrides` (the same
+    sections; no validation of `data` yet)."""
     _check(kind in RUNS, f"unknown policy {kind!r}; allowed: {', '.join(RUNS)}")
     cls = RUNS[kind]
     raw: dict[str, Any] = {}
@@ -320,6 +401,9 @@ def load_run(kind: str, config_file: str | Path | None = None, data: str = "") -
         _check(isinstance(raw, dict), f"{path}: expected a mapping of sections")
         file_kind = raw.pop("kind", kind)
         _check(file_kind == kind, f"{path} is a {file_kind} config; use `policies train {file_kind}`")
+    if overrides:
+        _check(isinstance(overrides, dict), f"run settings: expected a mapping of sections, got {overrides!r}")
+        raw = merge_sections(raw, overrides)
     if data:
         raw["data"] = data
     return from_dict_lenient_data(cls, raw)

@@ -4,7 +4,9 @@ Episodes run for the env's full length (no early stop): success_at_end is the su
 last step, success_once whether it was ever set; both come with a 95 % Wilson interval. Episode
 length is the step of first success (the full length for episodes that never succeed). `stages`
 holds, for every other boolean flag of the task's info (PickCube: is_grasped, is_obj_placed,
-is_robot_static), the share of episodes in which it was ever set: where the failures happen."""
+is_robot_static), the share of episodes in which it was ever set: where the failures happen;
+`per_episode` the three per-episode lists in seed order. A batch's sampling noise is seeded by its
+first episode seed, so one checkpoint evaluated twice on the same seeds gives the same episodes."""
 
 from __future__ import annotations
 
@@ -59,7 +61,7 @@ def _rollout(policy: Policy, sim: gym.Env, seeds: list[int]) -> dict[str, Any]:
     num_envs = sim.unwrapped.num_envs
     with torch.inference_mode():
         obs, info = sim.reset(seed=seeds)
-        policy.reset()
+        policy.reset(seeds[0])  # the sampling noise too: one checkpoint on one seed acts the same every time
         horizon = int(sim.unwrapped.max_episode_steps)
         ever = torch.zeros(num_envs, dtype=torch.bool)
         first_success = torch.full((num_envs,), horizon)
@@ -139,6 +141,7 @@ def evaluate(policy: Policy, env: dict[str, Any], episodes: int, num_envs: int, 
         out[name] = sum(values) / n
         out[f"{name}_ci95"] = list(wilson(sum(values), n))
     out["stages"] = {k: sum(v) / n for k, v in stages.items() if len(v) == n}
+    out["per_episode"] = {"success_at_end": at_end, "success_once": once, "length": lengths}  # in seed order
     return out
 
 

@@ -1,5 +1,5 @@
 """The LightningModule that trains any policy: one `_shared_step` for train and val, an EMA copy
-of the weights for diffusion, AdamW with warm-up and cosine decay. Its hyperparameters (run
+of the weights for the policies that have one (diffusion, ACT), AdamW with warm-up and cosine decay. Its hyperparameters (run
 config, ObsSpec, env) and state dict (weights, EMA weights, normaliser) make a checkpoint that
 `policies eval` needs nothing else to run."""
 
@@ -12,7 +12,7 @@ from typing import Any
 import lightning as L
 import torch
 
-from policies.config import DiffusionConfig, RunConfig, run_from_dict
+from policies.config import RunConfig, run_from_dict
 from policies.data import ObsSpec
 from policies.policy import Policy, build_policy
 
@@ -25,7 +25,7 @@ class PolicyModule(L.LightningModule):
         self.spec = ObsSpec.from_dict(spec)
         self.env = env
         self.policy: Policy = build_policy(self.spec, self.run_cfg.policy)
-        decay = self.run_cfg.policy.ema_decay if isinstance(self.run_cfg.policy, DiffusionConfig) else 0.0
+        decay = getattr(self.run_cfg.policy, "ema_decay", 0.0)
         self.ema_decay = decay
         self.ema: Policy | None = copy.deepcopy(self.policy).requires_grad_(False) if decay > 0 else None
 

@@ -1,6 +1,7 @@
 """Policies behind one small interface:
 
-    policy.reset()                      # new episodes in every env: forget history and queued actions
+    policy.reset(seed)                  # new episodes in every env: forget history and queued actions;
+                                        # the seed (the batch's first episode seed) seeds sampling noise
     action = policy.predict_action(obs) # env observation batch -> (N, A) actions, unnormalised
 
 Each policy carries its `Normaliser` and its `ObsSpec`, keeps the last `obs_horizon` observations,
@@ -10,6 +11,10 @@ it does not modify the batch. Where the data names auxiliary targets (`dataset.a
 the cube's offset from the gripper), a linear head learns them from the current step's image
 features and its loss is added (`policy.aux_weight`): the camera encoders are taught where the
 object is; acting never uses the head.
+
+Sampling noise when acting (diffusion's initial noise, ACT's sampled latent) comes from the
+policy's own generator, seeded by `reset(seed)`: re-evaluating a checkpoint on the same seeds
+gives the same actions, whatever else drew from torch's global generator.
 """
 
 from __future__ import annotations
@@ -19,8 +24,9 @@ import abc
 import torch
 from torch import nn
 
-from policies.config import BCConfig, DiffusionConfig, PolicyConfig
+from policies.config import ACTConfig, BCConfig, DiffusionConfig, PolicyConfig
 from policies.data import ObsSpec, extract
+from policies.models.act import ACTNet
 from policies.models.encoders import ObsEncoder
 from policies.models.schedule import NoiseSchedule
 from policies.models.unet import ConditionalUNet1D
@@ -33,11 +39,13 @@ class Policy(nn.Module, abc.ABC):
         self.spec, self.cfg = spec, cfg
         self.normaliser = Normaliser(spec.action_dim, spec.state_dim, spec.aux_dim)
         c, _, _ = spec.image_shape
-        self.encoder = ObsEncoder(spec.state_dim, len(spec.cameras), c, cfg.image_features, cfg.image_shift, spec.depth_scale_mm)
+        self.encoder = ObsEncoder(spec.state_dim, len(spec.cameras), c, cfg.image_features, cfg.image_shift, spec.depth_scale_mm,
+                                  cfg.image_encoder, cfg.image_keypoints, cfg.image_crop)
         self.aux_head = nn.Linear(len(spec.cameras) * cfg.image_features, spec.aux_dim) if spec.aux_dim else None
         self.cond_dim = cfg.obs_horizon * self.encoder.out_dim
         self._history: list[dict[str, torch.Tensor]] = []
         self._queue: torch.Tensor | None = None  # (N, k, A) actions still to execute
+        self._generator: torch.Generator | None = None  # sampling noise when acting, seeded by reset()
 
     @property
     def device(self) -> torch.device:
@@ -65,15 +73,33 @@ class Policy(nn.Module, abc.ABC):
     def predict_chunk(self, obs: dict[str, torch.Tensor]) -> torch.Tensor:
         """(B, Tp, A) unnormalised actions for observation histories state (B, To, D), [images]."""
 
-    def reset(self) -> None:
+    def reset(self, seed: int | None = None) -> None:
+        """Forget history and queued actions; `seed` seeds the sampling noise (None: a seed drawn
+        from torch's global generator)."""
         self._history, self._queue = [], None
+        self._generator = self._new_generator(seed)
+
+    def _new_generator(self, seed: int | None) -> torch.Generator:
+        seed = int(torch.randint(2**62, ()).item()) if seed is None else seed
+        return torch.Generator(self.device).manual_seed(seed)
+
+    @property
+    def generator(self) -> torch.Generator:
+        """The acting noise's generator: seeded by reset(seed), on the policy's device."""
+        if self._generator is None or self._generator.device != self.device:
+            self._generator = self._new_generator(None)
+        return self._generator
+
+    def observe(self, obs) -> dict[str, torch.Tensor]:
+        """Add an env observation batch to the history; the history stacked: state (N, To, D), [images]."""
+        x = {k: v.to(self.device) for k, v in extract(obs, self.spec).items()}
+        self._history = (self._history or [x] * self.cfg.obs_horizon)[1:] + [x]
+        return {k: torch.stack([h[k] for h in self._history], 1) for k in x}
 
     @torch.no_grad()
     def predict_action(self, obs) -> torch.Tensor:
-        x = {k: v.to(self.device) for k, v in extract(obs, self.spec).items()}
-        self._history = (self._history or [x] * self.cfg.obs_horizon)[1:] + [x]
+        stacked = self.observe(obs)
         if self._queue is None or self._queue.shape[1] == 0:
-            stacked = {k: torch.stack([h[k] for h in self._history], 1) for k in x}  # (N, To, ...)
             start = self.cfg.obs_horizon - 1  # the chunk starts at the oldest observation
             self._queue = self.predict_chunk(stacked)[:, start : start + self.cfg.action_horizon]
         action, self._queue = self._queue[:, 0], self._queue[:, 1:]
@@ -123,11 +149,72 @@ class DiffusionPolicy(Policy):
     def predict_chunk(self, obs: dict[str, torch.Tensor]) -> torch.Tensor:
         cond = self.features(obs).flatten(1)
         shape = (cond.shape[0], self.cfg.pred_horizon, self.spec.action_dim)
-        x = self.schedule.ddim_sample(lambda x, t: self.unet(x, t, cond), shape, self.cfg.inference_steps, cond.device)
+        x = self.schedule.ddim_sample(lambda x, t: self.unet(x, t, cond), shape, self.cfg.inference_steps, cond.device,
+                                      self.generator)
         return self.normaliser.unnormalise_action(x)
 
 
-POLICIES: dict[type[PolicyConfig], type[Policy]] = {BCConfig: BCPolicy, DiffusionConfig: DiffusionPolicy}
+class ACTPolicy(Policy):
+    """ACT (Zhao et al. 2023): action chunks from a CVAE with a transformer decoder
+    (policies/models/act.py), L1 reconstruction plus policy.kl_weight times the KL to N(0, I);
+    when acting, temporal ensembling of the overlapping chunks (policy.temporal_ensemble)."""
+
+    cfg: ACTConfig
+
+    def __init__(self, spec: ObsSpec, cfg: ACTConfig):
+        super().__init__(spec, cfg)
+        self.net = ACTNet(spec.state_dim, spec.action_dim, len(spec.cameras), cfg.image_features, cfg.obs_horizon,
+                          cfg.pred_horizon, cfg.hidden, cfg.heads, cfg.feedforward, cfg.enc_layers, cfg.dec_layers,
+                          cfg.cvae_layers, cfg.latent_dim, cfg.dropout)
+        self._chunks: list[tuple[int, torch.Tensor]] = []  # (step it was predicted at, (N, L, A) actions from then)
+        self._step = 0
+
+    def _split(self, feats: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Features (B, To, D + K F) -> state (B, To, D), camera features (B, To, K, F) or None."""
+        d, k = self.spec.state_dim, len(self.spec.cameras)
+        cams = feats[..., d:].unflatten(-1, (k, self.cfg.image_features)) if k else None
+        return feats[..., :d], cams
+
+    def loss(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+        target = self.normaliser.normalise_action(batch["actions"])  # (B, Tp, A)
+        feats = self.features(batch)
+        pred, mu, logvar = self.net(*self._split(feats), actions=target)
+        kl = (-0.5 * (1 + logvar - mu.pow(2) - logvar.exp())).sum(-1).mean()
+        return nn.functional.l1_loss(pred.float(), target) + self.cfg.kl_weight * kl.float() + self.aux_loss(feats, batch)
+
+    def predict_chunk(self, obs: dict[str, torch.Tensor]) -> torch.Tensor:
+        state, cams = self._split(self.features(obs))
+        z = None
+        if self.cfg.sample_latent:
+            z = torch.randn(state.shape[0], self.cfg.latent_dim, device=state.device, generator=self.generator)
+        return self.normaliser.unnormalise_action(self.net(state, cams, z=z)[0].float())
+
+    def reset(self, seed: int | None = None) -> None:
+        super().reset(seed)
+        self._chunks, self._step = [], 0
+
+    @torch.no_grad()
+    def predict_action(self, obs) -> torch.Tensor:
+        if not self.cfg.temporal_ensemble:
+            return super().predict_action(obs)
+        stacked = self.observe(obs)
+        if self._step % self.cfg.action_horizon == 0:
+            start = self.cfg.obs_horizon - 1  # the chunk starts at the oldest observation
+            self._chunks.append((self._step, self.predict_chunk(stacked)[:, start:]))
+        self._chunks = [(s, c) for s, c in self._chunks if self._step - s < c.shape[1]]
+        action = ensemble([c[:, self._step - s] for s, c in self._chunks], self.cfg.ensemble_decay)
+        self._step += 1
+        return action
+
+
+def ensemble(actions: list[torch.Tensor], decay: float) -> torch.Tensor:
+    """ACT's temporal ensembling: the (N, A) actions that chunks predicted for one step, oldest
+    first, averaged with weights exp(-decay * i)."""
+    w = torch.exp(-decay * torch.arange(len(actions), dtype=torch.float32, device=actions[0].device))
+    return (torch.stack(actions, 0) * (w / w.sum())[:, None, None]).sum(0)
+
+
+POLICIES: dict[type[PolicyConfig], type[Policy]] = {BCConfig: BCPolicy, DiffusionConfig: DiffusionPolicy, ACTConfig: ACTPolicy}
 
 
 def build_policy(spec: ObsSpec, cfg: PolicyConfig) -> Policy:

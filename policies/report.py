@@ -15,15 +15,17 @@ import sys
 from pathlib import Path
 from typing import Any
 
-HEADER = ("| run | env | policy | obs | control | steps | train min | success_at_end [95 % CI] | "
+HEADER = ("| run | env | policy | obs | control | recipe | data episodes | steps | train min | success_at_end [95 % CI] | "
           "success_once [95 % CI] | episode len | episodes |\n"
-          "|---|---|---|---|---|---|---|---|---|---|---|\n")
+          "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 
 
 def row(r: dict[str, Any]) -> str:
     """One table row of a run's results.json."""
+    recipe = r.get("recipe") or {}  # runs of `policies recipe run`
+    made = f"`{recipe['file']}` | {recipe['episodes']}" if recipe else " | "
     head = (f"| {Path(r.get('run', '')).name} | {r['env_id']} | {r['policy']} | {r['obs_mode']} | {r['control_mode']} | "
-            f"{r['steps']} | {r['train_minutes']} | ")
+            f"{made} | {r['steps']} | {r['train_minutes']} | ")
     f = r.get("final") or {}
     if not f:
         return head + "no final eval | | | |\n"

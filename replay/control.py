@@ -294,7 +294,10 @@ def convert_batch(
     max_tcp, max_obj = np.zeros(n), np.zeros(n)
     done = np.arange(n) >= k  # padding envs never record
     too_long = np.zeros(n, bool)
-    max_len = base.max_episode_steps
+    # the time limit; a source that ran past it (ManiSkill's motion-planning demos step on after
+    # truncation) may take as long as it did, plus its corrective and settling steps
+    max_len = np.where(lengths > base.max_episode_steps, lengths + limits.max_corrections + limits.settle_steps,
+                       base.max_episode_steps)
     while not done.all():
         ref = torch.from_numpy(refs[rows, np.minimum(pos + 1, lengths)]).double()
         arm, hit = saturate(track.action(track.start(), ref).float(), mode)
@@ -355,7 +358,8 @@ def convert_batch(
         if good:
             reason = "success"
         else:
-            why = f"needs more than max_episode_steps ({max_len}) steps" if too_long[i] else "no success at the end"
+            limit = f"max_episode_steps ({max_len[i]})" if max_len[i] == base.max_episode_steps else f"{max_len[i]}"
+            why = f"needs more than {limit} steps" if too_long[i] else "no success at the end"
             where = f"tracking lost at step {lost[i]}" if lost[i] >= 0 else "tracking kept"
             reason = (f"{why} ({where}; max error TCP {max_tcp[i] * 100:.1f} cm, objects {max_obj[i] * 100:.1f} cm; "
                       f"{corrections[i]} corrective steps)")
@@ -365,7 +369,7 @@ def convert_batch(
             expert_actions=expert[:L, i].astype(np.float32) if noisy else None,
             reference_actions=plan[:L, i].astype(np.float32) if noisy else None,
             terminated=suc | fal,
-            truncated=np.arange(1, L + 1) >= max_len,
+            truncated=np.arange(1, L + 1) >= base.max_episode_steps,
             success=suc.copy(),
             fail=fal.copy(),
             rewards=rew.astype(np.float32),

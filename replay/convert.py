@@ -242,12 +242,14 @@ def convert_episodes(cfg: ConvertConfig, ids: list[int], on_done: Callable[[int]
 
 
 def _make(cfg: ConvertConfig, obs_mode: ObsMode, episodes: list):
-    """A batched env with one env per episode, each built as its episode was (`batch_env_kwargs`)."""
+    """A batched env with one env per episode, each built as its episode was (`batch_env_kwargs`),
+    with the file's time limit."""
     import gymnasium as gym
 
     import envs  # noqa: F401  (registers)
 
-    return gym.make(cfg.env_id, num_envs=len(episodes), **cfg.env_kwargs(obs_mode), **batch_env_kwargs(episodes))
+    kwargs = {"max_episode_steps": cfg.meta["env_info"].get("max_episode_steps"), **cfg.env_kwargs(obs_mode)}
+    return gym.make(cfg.env_id, num_envs=len(episodes), **kwargs, **batch_env_kwargs(episodes))
 
 
 @dataclass(frozen=True)

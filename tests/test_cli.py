@@ -66,7 +66,8 @@ def _one_error_line(code: int, err: str) -> str:
 def test_unknown_flag_is_one_error_line(capsys, prog, argv, tmp_path):
     required = {"generate": ["PickCube", "--n", "1"], "split": ["--val", "0.1"], "export": ["--out", str(tmp_path / "o")],
                 "train": ["--data", str(tmp_path / "d.h5")]}
-    files = {"merge": [str(tmp_path / "a.h5"), str(tmp_path / "b.h5")], "subset": [str(tmp_path / "a.h5"), str(tmp_path / "b.h5")]}
+    files = {"merge": [str(tmp_path / "a.h5"), str(tmp_path / "b.h5")], "subset": [str(tmp_path / "a.h5"), str(tmp_path / "b.h5")],
+             "recipe": ["build", str(tmp_path / "r.yaml")]}
     positional = files.get(argv[0], [] if argv[0] in ("generate", "list", "train") else [str(tmp_path / "a.h5")])
     code, _, err = _run(capsys, prog, argv + positional + required.get(argv[0], []) + ["--no-such-flag", "1"])
     line = _one_error_line(code, err)

@@ -450,3 +450,55 @@ def test_cli_process_exit_code_and_no_traceback(tmp_path):
     for args in (["info", str(bad)], ["generate", "NoSuchTask", "--n", "1"]):
         r = subprocess.run([sys.executable, "-m", "demos.cli", *args], cwd=ROOT, capture_output=True, text=True)
         assert r.returncode == 2 and "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+
+
+# ---- the runner and the planner -----------------------------------------------------------------------
+def test_a_batch_runs_each_episode_as_its_replay():
+    """Each env goes through the stages at its own pace in a fresh env, never restored to a saved
+    state, so the states the run records are exactly those a replay of its actions in another
+    fresh env reaches (closed-loop corrections measured in the run then hold in the replay)."""
+    import gymnasium as gym
+
+    from demos.grasp import adapter_for
+    from demos.pool import PlannerPool
+    from demos.runner import Runner
+
+    kwargs = {"obs_mode": "none", "control_mode": "pd_joint_pos", "physics": {"isolated": True}}
+    env = gym.make("PickCube-v1", num_envs=2, **kwargs).unwrapped
+    pool = PlannerPool(1, warm="panda")
+    try:
+        outcomes = Runner(env, SOLUTIONS["PickCube-v1"], pool, adapter_for("panda"), record_obs=False).run([5, 6])
+    finally:
+        env.close()
+        pool.close()
+    eps = [o.episode for o in outcomes]
+    assert all(o.success for o in outcomes) and eps[0].length != eps[1].length  # neither waited for the other
+    fresh = fresh_env("PickCube-v1", kwargs, eps)
+    replayed = record_replay(fresh, eps, record_obs=False)
+    fresh.close()
+    for want, got in zip(eps, replayed):
+        for group, entries in want.env_states.items():
+            for name, value in entries.items():
+                np.testing.assert_array_equal(got.env_states[group][name], value, err_msg=f"{group}/{name}")
+
+
+def test_planner_goes_to_the_first_reachable_goal():
+    from demos.planner import ArmPlanner, PlanRequest
+    from envs.robots import get_robot
+
+    planner = ArmPlanner("panda")
+    qpos = np.asarray(get_robot("panda").rest_qpos, dtype=np.float64)
+    pin = planner.planner.pinocchio_model
+    ee = planner.planner.link_name_2_idx[planner.planner.move_group]
+    pin.compute_forward_kinematics(qpos)
+    start = pin.get_link_pose(ee)
+    near = (*(np.asarray(start.p) + [0.05, 0.0, -0.05]), *start.q)
+    far = (3.0, 0.0, 0.5, *start.q)
+    traj, why = planner.plan(PlanRequest("panda", tuple(qpos), far))
+    assert traj is None and why
+    traj, why = planner.plan(PlanRequest("panda", tuple(qpos), far, fallbacks=(near,)))
+    assert traj is not None, why
+    end = qpos.copy()
+    end[planner.planner.move_group_joint_indices] = traj[-1]
+    pin.compute_forward_kinematics(end)
+    np.testing.assert_allclose(pin.get_link_pose(ee).p, near[:3], atol=2e-3)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import math
 import subprocess
 import sys
 import textwrap
@@ -17,13 +18,13 @@ import pytest
 import torch
 
 from policies.cli import main as cli
-from policies.config import BCRun, DatasetConfig, DiffusionConfig, DiffusionRun, load_run
+from policies.config import RUNS, ACTConfig, DatasetConfig, DiffusionConfig, load_run
 from policies.data import DemoData, ObsSpec, gather
 from policies.evaluate import evaluate, wilson
 from policies.normaliser import Normaliser
-from policies.policy import build_policy
+from policies.policy import ACTPolicy, build_policy, ensemble
 from replay.trajectory import Episode, TrajectoryFile, TrajectoryWriter
-from tests.marks import render, slow
+from tests.marks import fast_only, render, slow
 from tests.synthetic import episode_obs, jittered_rollout
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -58,14 +59,24 @@ def rgb_file(tmp_path_factory) -> Path:
     return _record(tmp_path_factory.mktemp("demos") / "rgb.h5", 3, visual=True)
 
 
+# every policy kind's smallest config (a kind registered in policies.config.RUNS without one fails here)
+TINY = {
+    "bc": dict(hidden=(32,)),
+    "diffusion": dict(unet_dims=(16, 32), groups=4, step_embed=16, inference_steps=3, pred_horizon=8, action_horizon=4),
+    "act": dict(hidden=16, heads=2, feedforward=32, enc_layers=1, dec_layers=1, cvae_layers=1, latent_dim=4,
+                pred_horizon=8, action_horizon=1),
+}
+KINDS = sorted(RUNS)
+
+
+def test_every_policy_kind_has_a_tiny_config():
+    assert sorted(TINY) == KINDS
+
+
 def _tiny(kind: str, data: Path, out: Path, obs_mode: str = "state", **train):
     run = load_run(kind, data=str(data))
     run.dataset = DatasetConfig(obs_mode=obs_mode, val_fraction=0.25)
-    if kind == "diffusion":
-        run.policy = DiffusionConfig(unet_dims=(16, 32), groups=4, step_embed=16, image_features=16, inference_steps=3,
-                                     pred_horizon=8, action_horizon=4, warmup_steps=1)
-    else:
-        run.policy = type(run.policy)(hidden=(32,), image_features=16, warmup_steps=1)
+    run.policy = type(run.policy)(**TINY[kind], image_features=16, warmup_steps=1)
     run.train = type(run.train)(**{"max_steps": 4, "val_every": 2, "batch_size": 8, "val_batches": 1, "out": str(out),
                                    "name": "run", "progress_bar": False, "accelerator": "cpu", **train})
     run.eval = type(run.eval)(episodes=2, num_envs=2, max_episode_steps=6, final_episodes=2)
@@ -88,17 +99,19 @@ def test_configs_validate(tmp_path, state_file, capsys):
     assert cli(["train", "diffusion", "--config", str(bad), "--data", str(state_file)]) == 2
     assert cli(["train", "diffusion", "--data", str(state_file), "--policy.beta-schedule", "sigmoid"]) == 2
     assert cli(["train", "transformer", "--data", str(state_file)]) == 2
+    assert cli(["train", "act", "--data", str(state_file), "--policy.hidden", "10", "--policy.heads", "4"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err == [
         "error: train.max_steps: expected int, got 'many'",
         "error: policies train diffusion: policy.beta_schedule 'sigmoid'; allowed: cosine, linear"
         " (see policies train diffusion --help)",
-        "error: unknown policy 'transformer'; allowed: bc, diffusion",
+        "error: unknown policy 'transformer'; allowed: bc, diffusion, act",
+        "error: policies train act: policy.hidden (10) must be a multiple of policy.heads (4) (see policies train act --help)",
     ]
     for cfg in sorted((ROOT / "configs").glob("*.yaml")):  # every shipped config loads and validates
         kind = cfg.name.split("_")[0]
         run = load_run(kind, cfg, data=str(state_file))
-        assert isinstance(type(run)(**{f: getattr(run, f) for f in ("data", "dataset", "policy", "train", "eval")}), (BCRun, DiffusionRun))
+        assert isinstance(type(run)(**{f: getattr(run, f) for f in ("data", "dataset", "policy", "train", "eval")}), RUNS[kind])
 
 
 # ---- data -----------------------------------------------------------------------------------
@@ -154,8 +167,8 @@ def test_normaliser_round_trip():
     torch.testing.assert_close(copy_.normalise_state(states), n.normalise_state(states))
 
 
-@pytest.mark.parametrize("obs_mode, kind", [("state", "bc"), ("state", "diffusion"), ("rgb", "bc"),
-                                            pytest.param("rgb", "diffusion", marks=slow)])
+@pytest.mark.parametrize("obs_mode, kind", fast_only([(o, k) for o in ("state", "rgb") for k in KINDS],
+                                                     *[("state", k) for k in KINDS], ("rgb", "bc")))
 def test_loss_does_not_mutate_batch(kind, obs_mode, state_file, rgb_file, tmp_path):
     run = _tiny(kind, rgb_file if obs_mode == "rgb" else state_file, tmp_path, obs_mode)
     data = DemoData(run.data, run.dataset)
@@ -171,7 +184,7 @@ def test_loss_does_not_mutate_batch(kind, obs_mode, state_file, rgb_file, tmp_pa
 
 # ---- training, checkpoints, evaluation --------------------------------------------------------
 @slow
-@pytest.mark.parametrize("kind", ["bc", "diffusion"])
+@pytest.mark.parametrize("kind", KINDS)
 def test_train_checkpoint_eval(kind, state_file, tmp_path):
     from policies.module import load_policy
     from policies.train import train
@@ -187,7 +200,7 @@ def test_train_checkpoint_eval(kind, state_file, tmp_path):
     assert hp["env"]["env_id"] == "PickCube-v1" and hp["env"]["control_mode"] == "pd_joint_pos"
     assert hp["spec"]["obs_mode"] == "state" and hp["run"]["kind"] == kind
     assert any(k.startswith("policy.normaliser.") for k in ckpt["state_dict"])
-    assert any(k.startswith("ema.") for k in ckpt["state_dict"]) == (kind == "diffusion")
+    assert any(k.startswith("ema.") for k in ckpt["state_dict"]) == (getattr(load_run(kind).policy, "ema_decay", 0.0) > 0)
 
     # a loaded checkpoint acts exactly as the policy that was saved
     a, _ = load_policy(str(out / "checkpoints/last.ckpt"))
@@ -198,8 +211,8 @@ def test_train_checkpoint_eval(kind, state_file, tmp_path):
     assert not torch.equal(a.normaliser.state_std, torch.ones_like(a.normaliser.state_std))  # stats came along
     acts = []
     for p in (a, b):
-        p.reset()
-        torch.manual_seed(1)
+        torch.manual_seed(len(acts))  # the global generator does not matter: reset's seed does
+        p.reset(seed=1)
         acts.append(torch.stack([p.predict_action(obs) for _ in range(3)]))
     assert acts[0].shape == (3, 3, 8)
     assert torch.equal(acts[0], acts[1])
@@ -216,7 +229,7 @@ def test_train_checkpoint_eval(kind, state_file, tmp_path):
     assert set(stages) == {"is_obj_placed", "is_robot_static", "is_grasped"}
     assert stages["is_robot_static"] >= result["success_once"] and stages["is_obj_placed"] >= result["success_once"]
     # the executed part of each chunk can be chosen at evaluation, within what the policy predicts
-    horizon = 1 if kind == "bc" else 4
+    horizon = min(4, a.cfg.pred_horizon - a.cfg.obs_horizon + 1)
     assert cli(["eval", str(out / "checkpoints/best.ckpt"), "--episodes", "2", "--num-envs", "2", "--max-episode-steps", "3",
                 "--device", "cpu", "--action-horizon", str(horizon), "--json", str(report)]) == 0
     assert json.loads(report.read_text())["action_horizon"] == horizon
@@ -233,7 +246,7 @@ class _CartpoleFeedback(torch.nn.Module):
         super().__init__()
         self.gain = gain
 
-    def reset(self) -> None:
+    def reset(self, seed: int | None = None) -> None:
         pass
 
     def predict_action(self, obs: torch.Tensor) -> torch.Tensor:  # obs (N, 4): cart, lean, their rates
@@ -250,6 +263,85 @@ def test_evaluate_counts_successes_of_a_policy_that_solves_the_task():
     assert solved["episode_len"] == 60 and solved["success_at_end_ci95"] == list(wilson(4, 4))
     fallen = evaluate(_CartpoleFeedback(0.0), env, episodes=4, num_envs=2)
     assert fallen["success_at_end"] == 0.0 and fallen["success_once"] == 0.0 and fallen["success_once_ci95"][1] < 1.0
+
+
+def test_temporal_ensembling_weights_overlapping_chunks(state_file):
+    """ACT acting: a chunk every action_horizon steps; the action at step t is the average of every
+    live chunk's action for t with weights exp(-m * i), i = 0 the oldest chunk (ACT's rule)."""
+    data = DemoData(str(state_file), DatasetConfig())
+    cfg = ACTConfig(**TINY["act"], ensemble_decay=0.5)  # chunks of 8, one per step
+    policy = build_policy(data.spec, cfg).eval()
+    assert isinstance(policy, ACTPolicy)
+    chunks = [torch.randn(2, 8, 8) for _ in range(10)]  # what the network "predicts" at steps 0..9
+    calls = iter(chunks)
+    policy.predict_chunk = lambda obs: next(calls)
+    policy.reset(seed=0)
+    obs = data.state[:2]
+    for t in range(10):
+        got = policy.predict_action(obs)
+        live = [(s, chunks[s][:, t - s]) for s in range(t + 1) if t - s < 8]  # oldest first
+        w = torch.exp(-0.5 * torch.arange(len(live), dtype=torch.float32))
+        want = sum(wi * a for wi, (_, a) in zip(w, live)) / w.sum()
+        torch.testing.assert_close(got, want)
+        assert len(live) == min(t + 1, 8)
+    assert torch.equal(ensemble([torch.ones(1, 3), torch.zeros(1, 3)], 0.0), torch.full((1, 3), 0.5))
+    heavier_old = ensemble([torch.ones(1, 1), torch.zeros(1, 1)], 1.0)
+    torch.testing.assert_close(heavier_old, torch.full((1, 1), 1 / (1 + math.exp(-1))))
+
+    # every action_horizon steps: chunks from steps 0, 3, 6, ... overlap fewer times
+    policy = build_policy(data.spec, dataclasses.replace(cfg, action_horizon=3)).eval()
+    calls = iter(chunks)
+    policy.predict_chunk = lambda obs: next(calls)
+    policy.reset(seed=0)
+    for t in range(7):
+        got = policy.predict_action(obs)
+    live = [chunks[0][:, 6], chunks[1][:, 3], chunks[2][:, 0]]  # the chunks made at steps 0, 3 and 6
+    w = torch.exp(-0.5 * torch.arange(3, dtype=torch.float32))
+    torch.testing.assert_close(got, sum(wi * a for wi, a in zip(w, live)) / w.sum())
+    # off: the chunk's actions executed in turn, as the other policies do
+    policy = build_policy(data.spec, dataclasses.replace(cfg, temporal_ensemble=False, action_horizon=3)).eval()
+    calls = iter(chunks)
+    policy.predict_chunk = lambda obs: next(calls)
+    policy.reset(seed=0)
+    got = [policy.predict_action(obs) for _ in range(4)]
+    assert torch.equal(got[2], chunks[0][:, 2]) and torch.equal(got[3], chunks[1][:, 0])
+
+
+@slow
+@pytest.mark.parametrize("kind", ["diffusion", "act"])
+def test_reevaluating_a_checkpoint_gives_the_same_episodes(kind, state_file, tmp_path):
+    """Sampling noise (diffusion's initial noise, ACT's sampled latent) is seeded by the evaluation
+    seed: the same checkpoint on the same seeds gives the same actions and per-episode results."""
+    import json
+
+    from policies.module import load_policy
+    from policies.train import train
+
+    run = _tiny(kind, state_file, tmp_path, max_steps=2, val_every=2)
+    if kind == "act":
+        run.policy = dataclasses.replace(run.policy, sample_latent=True)
+    run.eval = type(run.eval)(episodes=0, final_episodes=0)
+    ckpt = train(run)["checkpoint"]
+    policy, _ = load_policy(ckpt)
+    env = gym.make("PickCube-v1", num_envs=2, obs_mode="state", control_mode="pd_joint_pos")
+    obs, _ = env.reset(seed=0)
+    env.close()
+    chunks = {}
+    for seed in (7, 7, 8):
+        torch.manual_seed(len(chunks))
+        policy.reset(seed)
+        chunks.setdefault(seed, []).append(policy.predict_chunk(policy.observe(obs)))
+    assert torch.equal(chunks[7][0], chunks[7][1]) and not torch.equal(chunks[7][0], chunks[8][0])
+    results = []
+    for i in range(2):
+        torch.manual_seed(100 + i)
+        out = tmp_path / f"eval{i}.json"
+        assert cli(["eval", ckpt, "--episodes", "3", "--num-envs", "2", "--max-episode-steps", "6", "--device", "cpu",
+                    "--json", str(out)]) == 0
+        results.append(json.loads(out.read_text()))
+    assert len(results[0]["per_episode"]["length"]) == 3
+    assert results[0]["per_episode"] == results[1]["per_episode"]
+    assert results[0]["success_at_end"] == results[1]["success_at_end"]
 
 
 @slow
@@ -295,7 +387,7 @@ def test_rgb_policy_trains_and_acts(rgb_file, tmp_path):
 
 @render  # its evaluation acts in an rgb env
 @slow
-@pytest.mark.parametrize("kind", ["bc", "diffusion"])
+@pytest.mark.parametrize("kind", KINDS)
 def test_aux_targets_teach_the_image_encoder(kind, rgb_file, tmp_path):
     """dataset.aux_keys: recorded entries the image features learn to predict in training (the
     current step's), a loss that reaches the camera encoder; acting never reads them."""

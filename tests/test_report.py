@@ -10,11 +10,13 @@ import pytest
 from policies import report
 
 
-def _run(folder: Path, name: str, success: float | None) -> Path:
+def _run(folder: Path, name: str, success: float | None, recipe: dict | None = None) -> Path:
     run = folder / name
     run.mkdir(parents=True)
     r = {"run": str(run), "env_id": "PickCube-v1", "policy": "diffusion", "obs_mode": "state",
          "control_mode": "pd_joint_pos", "steps": 10, "train_minutes": 0.5, "eval_history": []}
+    if recipe:
+        r["recipe"] = recipe
     if success is not None:
         r["final"] = {"success_at_end": success, "success_at_end_ci95": [0.1, 0.9], "success_once": success,
                       "success_once_ci95": [0.1, 0.9], "episode_len": 50.0, "episodes": 4}
@@ -23,15 +25,17 @@ def _run(folder: Path, name: str, success: float | None) -> Path:
 
 
 def test_report_written_whole_into_out(tmp_path, capsys):
-    runs = [_run(tmp_path, "a", 0.75), _run(tmp_path, "b", None), tmp_path / "c"]
+    recipe = {"name": "d", "file": "configs/recipes/d.yaml", "data": "out/demos/d.h5", "episodes": 1067}
+    runs = [_run(tmp_path, "a", 0.75), _run(tmp_path, "b", None), tmp_path / "c", _run(tmp_path, "d", 0.5, recipe)]
     runs[2].mkdir()  # still running: no results.json
     for _ in range(2):  # a second report replaces the first, it does not append
         assert report.main([*map(str, runs), "--out", str(tmp_path), "--note", "test run"]) == 0
     text = (tmp_path / "report.md").read_text()
     assert text.count("| run | env |") == 1 and text.count("test run") == 1
-    assert "| a | PickCube-v1 | diffusion | state | pd_joint_pos | 10 | 0.5 | 0.75 [0.10, 0.90] |" in text
+    assert "| a | PickCube-v1 | diffusion | state | pd_joint_pos |  |  | 10 | 0.5 | 0.75 [0.10, 0.90] |" in text
+    assert "| d | PickCube-v1 | diffusion | state | pd_joint_pos | `configs/recipes/d.yaml` | 1067 | 10 | 0.5 | 0.50 " in text
     assert "| b | PickCube-v1 |" in text and "no final eval" in text
-    assert [r["run"] for r in json.loads((tmp_path / "results.json").read_text())] == [str(runs[0]), str(runs[1])]
+    assert [r["run"] for r in json.loads((tmp_path / "results.json").read_text())] == [str(runs[i]) for i in (0, 1, 3)]
     assert "c: no results.json" in capsys.readouterr().out
     assert not list(tmp_path.glob("*.tmp"))
 

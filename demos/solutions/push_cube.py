@@ -12,6 +12,6 @@ SHORT_OF_CENTRE = 0.07
 SOLUTION = Solution(
     env_id="PushCube-v1",
     robots=("panda", "ur5e"),
-    stages=push("cube", attr("goal_pos"), attr("push_point"), overshoot=-SHORT_OF_CENTRE) + (Settle(),),
+    stages=push("cube", attr("goal_pos"), attr("push_point"), overshoot=-SHORT_OF_CENTRE, lean=(0.80, 20.0)) + (Settle(),),
     obstacles=table_boxes,
 )

@@ -18,6 +18,7 @@ from typing import Any
 import h5py
 import numpy as np
 
+from replay.trajectory import maniskill
 from replay.trajectory.episode import CompressedImages, Demo, Episode, TrajectoryError, image_storage
 
 
@@ -65,7 +66,7 @@ def replace_atomically(tmp: Path, path: Path) -> None:
 def write_json_atomic(path: Path, data: dict) -> None:
     tmp = tmp_path(path)
     with open(tmp, "w") as f:
-        json.dump(data, f, indent=1)
+        json.dump(maniskill.split_own_kwargs(data), f, indent=1)  # env_kwargs that ManiSkill's gym.make takes
         f.flush()
         os.fsync(f.fileno())
     os.replace(tmp, path)
@@ -105,7 +106,7 @@ def _read_obs(node: h5py.Group | h5py.Dataset) -> Any:
 
 
 def write_header(f: h5py.File, header: dict) -> None:
-    f.attrs["meta"] = json.dumps(header)
+    f.attrs["meta"] = json.dumps(maniskill.split_own_kwargs(header))  # as the sidecar stores it
 
 
 def write_episode(f: h5py.Group, episode: Episode, entry: dict, compress: bool) -> None:
@@ -123,7 +124,14 @@ def write_episode(f: h5py.Group, episode: Episode, entry: dict, compress: bool) 
         write_tree(g.create_group("obs"), episode.obs, compress=compress)
     elif episode.obs is not None:  # a flat obs mode (state): one (T + 1, D) dataset
         g.create_dataset("obs", data=np.asarray(episode.obs))
+    else:  # obs mode none: an empty group, as ManiSkill records its empty observation dict
+        g.create_group("obs")
     g.attrs["meta"] = json.dumps(entry)  # the commit mark
+
+
+def _has_obs(g: h5py.Group) -> bool:
+    """Whether an episode group holds observations (obs mode none: no `obs`, or an empty group)."""
+    return "obs" in g and (isinstance(g["obs"], h5py.Dataset) or len(g["obs"]) > 0)
 
 
 def _optional(g: h5py.Group, key: str) -> np.ndarray | None:
@@ -142,7 +150,7 @@ def read_episode(f: h5py.File, entry: dict, with_obs: bool) -> Episode:
         seed=entry.get("seed", entry.get("episode_seed", 0)),
         reset_kwargs=entry.get("reset_kwargs", {}),
         rewards=_optional(g, "rewards"),
-        obs=_read_obs(g["obs"]) if with_obs and "obs" in g else None,
+        obs=_read_obs(g["obs"]) if with_obs and _has_obs(g) else None,
         info=entry.get("info", {}),
         expert_actions=_optional(g, "expert_actions"),
         reference_actions=_optional(g, "reference_actions"),
@@ -151,7 +159,7 @@ def read_episode(f: h5py.File, entry: dict, with_obs: bool) -> Episode:
 
 def read_demo(f: h5py.File, episode_id: int, with_obs: bool) -> Demo:
     g = f[group_name(episode_id)]
-    obs = _read_obs(g["obs"]) if with_obs and "obs" in g else None
+    obs = _read_obs(g["obs"]) if with_obs and _has_obs(g) else None
     return Demo(obs, g["actions"][()], _optional(g, "expert_actions"), _optional(g, "reference_actions"))
 
 
@@ -205,7 +213,8 @@ def _group_names(f: h5py.File) -> list[str]:
 
 def read_meta(path: str | Path) -> dict:
     """The metadata of a trajectory file: its sidecar, checked against the HDF5 file, or rebuilt
-    from the file's header and commit marks when the sidecar is stale, missing or another run's."""
+    from the file's header and commit marks when the sidecar is stale, missing or another run's.
+    A file ManiSkill wrote is read as ours (`maniskill.adopt`)."""
     path = Path(path)
     if not path.is_file():
         raise TrajectoryError(f"{path}: no such file")
@@ -217,8 +226,9 @@ def read_meta(path: str | Path) -> dict:
             if header is not None:
                 ids = [e.get("episode_id") for e in side["episodes"]] if side else None
                 if side and side.get("run_id") == header.get("run_id") and ids == list(range(len(names))):
-                    return side
-                return {**header, "episodes": _committed(f)}  # a dangling link raises KeyError below
+                    return maniskill.merge_own_kwargs(side)
+                # a dangling link raises KeyError below
+                return maniskill.merge_own_kwargs({**header, "episodes": _committed(f)})
             if side is None:
                 raise TrajectoryError(why or f"{path}: no trajectory header and no JSON sidecar {sidecar_path(path).name}: not a trajectory file")
             missing = [e.get("episode_id") for e in side["episodes"] if group_name(e.get("episode_id")) not in f]
@@ -226,7 +236,7 @@ def read_meta(path: str | Path) -> dict:
                 raise TrajectoryError(f"{path}: sidecar lists episodes missing from the HDF5 file: {missing[:5]}")
             if len(names) > len(side["episodes"]):  # committed groups the sidecar does not list yet
                 side["episodes"] = _committed(f)
-            return side
+            return maniskill.adopt(side, f, path) if maniskill.is_maniskill(side) else maniskill.merge_own_kwargs(side)
         except (KeyError, RuntimeError, OSError) as e:
             raise TrajectoryError(
                 f"{path}: damaged trajectory file, or an unfinished one away from its {parts_dir(path).name} folder ({e})"
