@@ -7,7 +7,7 @@
 set -u
 OUT=${OUT:-out/demos_table}; mkdir -p "$OUT"; export PYTHONWARNINGS=ignore
 N=${N:-1000}; W=${WORKERS:-$(nproc)}; TMP=$(mktemp -d); trap 'rm -rf "$TMP"' EXIT
-for T in ${TASKS:-PickCube PushCube PullCube StackCube LiftPegUpright PegInsertionSide PlugCharger}; do
+for T in ${TASKS:-PickCube PushCube PullCube StackCube LiftPegUpright PegInsertionSide PlugCharger PlaceSphere StackPyramid PullCubeTool}; do
   s=$SECONDS
   timeout "${TMAX:-300}" python -m demos.cli generate "$T" --n "$N" --num-envs 16 --workers "$W" --out "$TMP/$T.h5" ${GEN_ARGS:-} > "$OUT/$T.gen.txt" 2>&1
   echo "$T generate rc=$? $((SECONDS - s)) s: $(tr '\r' '\n' < "$OUT/$T.gen.txt" | grep attempts | tail -1)"

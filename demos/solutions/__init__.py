@@ -6,10 +6,13 @@ from demos.solutions import (
     lift_peg_upright,
     peg_insertion_side,
     pick_cube,
+    place_sphere,
     plug_charger,
     pull_cube,
+    pull_cube_tool,
     push_cube,
     stack_cube,
+    stack_pyramid,
 )
 from demos.stages import Solution
 
@@ -25,6 +28,9 @@ SOLUTIONS: dict[str, Solution] = {
         plug_charger.SOLUTION,
         draw_triangle.SOLUTION,
         draw_svg.SOLUTION,
+        place_sphere.SOLUTION,
+        stack_pyramid.SOLUTION,
+        pull_cube_tool.SOLUTION,
     )
 }
 

@@ -77,6 +77,7 @@ class Part:
     color: Color = (0.6, 0.6, 0.6, 1.0)
     collision: bool = True
     visual: bool = True
+    density: float | None = None  # kg/m^3; None: the actor's
 
 
 def build_parts(
@@ -103,7 +104,7 @@ def build_parts(
         b = scene.create_actor_builder()
         for part in parts(i):
             if part.collision:
-                b.add_box_collision(part.pose, half_size=list(part.half_size), density=density)
+                b.add_box_collision(part.pose, half_size=list(part.half_size), density=part.density or density)
             if world.visual and part.visual:
                 b.add_box_visual(part.pose, half_size=list(part.half_size), material=_material(part.color))
         b.set_physx_body_type(body)
@@ -122,6 +123,19 @@ def build_box(
     body = "kinematic" if kinematic else "dynamic"
     parts = [Part(half_size, color=color)]
     return build_parts(world, name, lambda i: parts, body, local_pose=sapien.Pose([0, 0, half_size[2]]))
+
+
+def build_sphere(world: BatchedWorld, name: str, radius: float, color: Color) -> ActorGroup:
+    """A dynamic ball of `radius` (density 1000) resting on the table at the env origin."""
+
+    def build(scene: sapien.Scene, i: int) -> sapien.Entity:
+        b = scene.create_actor_builder()
+        b.add_sphere_collision(radius=radius)
+        if world.visual:
+            b.add_sphere_visual(radius=radius, material=_material(color))
+        return b.build(name=f"{name}_{i}")
+
+    return world.add_actor(name, build, sapien.Pose([0.0, 0.0, radius]))
 
 
 def peg_parts(half_size: tuple[float, float, float], head: Color, tail: Color) -> list[Part]:
