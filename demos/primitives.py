@@ -364,6 +364,12 @@ def push(
     def direction(env, idx):
         return goal(env, idx) - position_of(obj)(env, idx)
 
+    def travel(env, idx):
+        """(k, 3) the horizontal move of the push: the offset to the goal plus `overshoot` m."""
+        d = direction(env, idx)
+        d[:, 2] = 0
+        return d * (1 + overshoot / d.norm(dim=1, keepdim=True).clamp_min(1e-6))
+
     def above(env, idx):
         return contact(env, idx) + torch.tensor([0.0, 0.0, hover])
 
@@ -374,10 +380,7 @@ def push(
         leaned = tilted(target, degrees, direction)
 
         def value(env, idx, adapter):
-            d = direction(env, idx)
-            d[:, 2] = 0
-            length = d.norm(dim=1, keepdim=True).clamp_min(1e-6)
-            end = position_of(obj)(env, idx) + d * (1 + overshoot / length)
+            end = position_of(obj)(env, idx) + travel(env, idx)
             far = (end[:, :2] - env.agent.root_pose[idx, :2]).norm(dim=1) > reach
             return torch.where(far[:, None], leaned(env, idx, adapter), target(env, idx, adapter))
 
@@ -385,10 +388,7 @@ def push(
 
     def through(env, idx, adapter):
         tcp = env.agent.tcp_pose[idx].clone()
-        d = direction(env, idx)
-        d[:, 2] = 0
-        length = d.norm(dim=1, keepdim=True)
-        tcp[:, :3] += d * (1 + overshoot / length.clamp_min(1e-6))
+        tcp[:, :3] += travel(env, idx)
         return tcp
 
     return (
