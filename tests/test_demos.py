@@ -135,6 +135,21 @@ def test_saved_episodes_succeed_and_verify_reproduces_them(made, task):
     assert verify_file(made[task], num_envs=2) == (N, N, [])
 
 
+def _assert_fresh_replay_equals(kwargs: dict, episodes: list, label: str) -> None:
+    """The episodes' actions replayed together in a fresh PickCube env give their recorded env
+    states bit for bit, and their success."""
+    env = fresh_env("PickCube-v1", kwargs, episodes)
+    try:
+        replayed = record_replay(env, episodes, record_obs=False)
+    finally:
+        env.close()
+    for want, got in zip(episodes, replayed):
+        for group, entries in want.env_states.items():
+            for name, value in entries.items():
+                np.testing.assert_array_equal(got.env_states[group][name], value, err_msg=f"{label} {group}/{name}")
+        assert (got.success == want.success).all()
+
+
 @slow
 def test_every_episode_replays_bit_identically_in_shuffled_batches(tmp_path):
     """Episodes generated in one batch replay, in fresh envs of other sizes and in another order
@@ -147,15 +162,7 @@ def test_every_episode_replays_bit_identically_in_shuffled_batches(tmp_path):
     kwargs = dict(traj.env_info["env_kwargs"], obs_mode="none")
     traj.close()
     for batch in ([3, 0, 2], [1], [2, 1]):
-        eps = [episodes[i] for i in batch]
-        env = fresh_env("PickCube-v1", kwargs, eps)
-        replayed = record_replay(env, eps, record_obs=False)
-        env.close()
-        for want, got in zip(eps, replayed):
-            for group, entries in want.env_states.items():
-                for name, value in entries.items():
-                    np.testing.assert_array_equal(got.env_states[group][name], value, err_msg=f"{batch} {group}/{name}")
-            assert (got.success == want.success).all()
+        _assert_fresh_replay_equals(kwargs, [episodes[i] for i in batch], str(batch))
     assert verify_file(path, num_envs=3, order_seed=1) == (4, 4, [])
 
 
@@ -474,13 +481,7 @@ def test_a_batch_runs_each_episode_as_its_replay():
         pool.close()
     eps = [o.episode for o in outcomes]
     assert all(o.success for o in outcomes) and eps[0].length != eps[1].length  # neither waited for the other
-    fresh = fresh_env("PickCube-v1", kwargs, eps)
-    replayed = record_replay(fresh, eps, record_obs=False)
-    fresh.close()
-    for want, got in zip(eps, replayed):
-        for group, entries in want.env_states.items():
-            for name, value in entries.items():
-                np.testing.assert_array_equal(got.env_states[group][name], value, err_msg=f"{group}/{name}")
+    _assert_fresh_replay_equals(kwargs, eps, "run")
 
 
 def test_planner_goes_to_the_first_reachable_goal():
