@@ -67,7 +67,8 @@ class _Recorder:
             env_states=stack(self.states),
             obs=stack(self.obs) if record_obs else None,
             seed=self.seed,
-            reset_kwargs={"seed": self.seed, **({"env_kwargs": self.scene_kwargs} if self.scene_kwargs else {})},
+            reset_kwargs={"seed": self.seed},
+            scene_kwargs=self.scene_kwargs,
         )
 
 

@@ -40,7 +40,14 @@ class _Generator:
         # the planner pool starts first, so its planner builds while the env does; it lives as
         # long as this worker's process (a daemon pool: it ends with the process)
         self.pool = PlannerPool(1, warm=job.robot_uid)
-        self.make_env = lambda: gym.make(job.env_id, num_envs=job.num_envs, **job.env_kwargs).unwrapped
+        from envs.core.registry import TASKS
+
+        # a task whose scene depends on the seed (PegInsertionSide's geometry) is built for each
+        # batch's seeds, so an episode of seed s has ManiSkill's scene of reset(seed=s)
+        scene = TASKS[job.env_id].seeded_scene_kwargs
+        self.make_env = lambda seeds=(): gym.make(
+            job.env_id, num_envs=job.num_envs, **job.env_kwargs, **(scene(seeds) if seeds else {})
+        ).unwrapped
         solution = with_hold(solution_for(job.env_id), job.hold)
         self.runner = Runner(self.make_env(), solution, self.pool, adapter_for(job.robot_uid), job.record_obs, job.speed,
                              fresh_env=lambda eps: fresh_env(job.env_id, job.env_kwargs, eps), hold=job.hold)
@@ -50,8 +57,8 @@ class _Generator:
         # every batch runs in a newly built env (a quarter second): a reset of a used env leaves
         # PhysX state that moves the last bits of contacts, so only a fresh env runs each episode
         # exactly as its replay will, and the closed-loop corrections measured in the run hold
-        if self.used:
+        if self.used or type(self.runner.env).seeded_scene_kwargs(seeds):
             self.runner.env.close()
-            self.runner.env = self.make_env()
+            self.runner.env = self.make_env(seeds)
         self.used = True
         return self.runner.run(seeds)

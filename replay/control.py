@@ -378,6 +378,7 @@ def convert_batch(
             obs=_env_rows(obs_all, i, L + 1) if record_obs else None,
             seed=e.seed,
             reset_kwargs=dict(e.reset_kwargs),
+            scene_kwargs=dict(e.scene_kwargs),
             info={**e.info, "corrective_steps": int(corrections[i])},
         )
         out.append(Converted(ep, good, reason, int(lost[i]) if lost[i] >= 0 else None, float(max_tcp[i]), float(max_obj[i])))

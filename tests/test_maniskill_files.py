@@ -148,3 +148,54 @@ def test_our_files_keep_to_maniskills_layout(ours):
             assert set(g["env_states/articulations"]) == {"panda"}
             assert {"table-workspace", "cube", "goal_site"} <= set(g["env_states/actors"])
             assert set(e["reset_kwargs"]) == {"seed"} and e["reset_kwargs"]["seed"] == e["episode_seed"]
+
+
+def test_scene_kwargs_apart_from_reset_kwargs(tmp_path):
+    """An episode's scene kwargs (PegInsertionSide's geometry seed) are written beside its reset
+    kwargs, which stay what ManiSkill's env.reset takes; an entry that kept them inside
+    reset_kwargs["env_kwargs"] reads the same."""
+    import numpy as np
+
+    from replay.trajectory import Episode, TrajectoryWriter
+
+    path, t = tmp_path / "w.h5", 3
+    z = np.zeros(t, bool)
+    ep = Episode(np.zeros((t, 8), np.float32), z, z, np.ones(t, bool), z, {"actors": {"a": np.zeros((t + 1, 13), np.float32)}},
+                 seed=5, reset_kwargs={"seed": 5}, scene_kwargs={"geometry_seed": [5]})
+    with TrajectoryWriter(path, {"env_info": {"env_id": "PegInsertionSide-v1", "env_kwargs": {}, "max_episode_steps": 9}}) as w:
+        w.add(ep, "pd_joint_pos")
+    side = json.loads(sidecar_path(path).read_text())
+    entry = side["episodes"][0]
+    assert entry["reset_kwargs"] == {"seed": 5} and entry["scene_kwargs"] == {"geometry_seed": [5]}
+    back = TrajectoryFile(path).episode(0, with_obs=False)
+    assert back.reset_kwargs == {"seed": 5} and back.scene_kwargs == {"geometry_seed": [5]}
+    del entry["scene_kwargs"]
+    entry["reset_kwargs"] = {"seed": 5, "env_kwargs": {"geometry_seed": [2022]}}
+    sidecar_path(path).write_text(json.dumps(side))
+    back = TrajectoryFile(path).episode(0, with_obs=False)
+    assert back.reset_kwargs == {"seed": 5} and back.scene_kwargs == {"geometry_seed": [2022]}
+
+
+def test_peg_insertion_side_scene_from_each_seed(ours, tmp_path, capsys):
+    """ManiSkill's one env of PegInsertionSide redraws peg and box from each reset's seed, so a file
+    it wrote reads with each episode's scene built from its seed, as our generator builds it
+    (`seeded_scene_kwargs`); a batched recording's scenes are not in its file: a note says so."""
+    from envs.core.registry import TASKS
+    from envs.tasks.peg_insertion_side import draw_geometry
+
+    theirs = to_maniskill(ours, tmp_path / "peg.h5", env_id="PegInsertionSide-v1")
+    episodes = read_meta(theirs)["episodes"]
+    assert [e["scene_kwargs"] for e in episodes] == [{"geometry_seed": [e["episode_seed"]]} for e in episodes]
+    env = TASKS["PegInsertionSide-v1"](num_envs=2, obs_mode="none", **TASKS["PegInsertionSide-v1"].seeded_scene_kwargs([4, 9]))
+    try:
+        for k, s in enumerate((4, 9)):  # ManiSkill's geometry of reset(seed=s)
+            length, radius, _ = draw_geometry(s)
+            assert env.peg_half_sizes[k].tolist() == pytest.approx([length, radius, radius])
+    finally:
+        env.close()
+    side = json.loads(sidecar_path(theirs).read_text())
+    side["env_info"]["env_kwargs"]["num_envs"] = 4
+    sidecar_path(theirs).write_text(json.dumps(side))
+    capsys.readouterr()
+    assert all("scene_kwargs" not in e for e in read_meta(theirs)["episodes"])
+    assert "batched" in capsys.readouterr().err

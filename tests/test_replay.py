@@ -518,7 +518,7 @@ def test_episodes_bring_their_own_geometry(demos, make):
     cfg = ConvertConfig(file=demos, obs="state")
     cfg.env_id = "PegInsertionSide-v1"  # only the env build is under test here
     ep = TrajectoryFile(demos).episode(0, with_obs=False)
-    eps = [Episode(**{**vars(ep), "reset_kwargs": {"seed": 0, "env_kwargs": {"geometry_seed": [s]}}}) for s in (7, 3)]
+    eps = [Episode(**{**vars(ep), "scene_kwargs": {"geometry_seed": [s]}}) for s in (7, 3)]
     env = _make(cfg, ObsMode.NONE, eps)
     try:
         for k, s in enumerate((7, 3)):

@@ -131,6 +131,13 @@ class BaseEnv(gym.Env):
     task_state: tuple[str, ...] = ()
     default_physics: dict[str, Any] = {}  # envs.core.world.PhysicsConfig fields of the task's own sim config
 
+    @classmethod
+    def seeded_scene_kwargs(cls, seeds: Sequence[int]) -> dict[str, Any]:
+        """gym.make kwargs that build env k's scene as ManiSkill's one-env instance builds it at
+        `reset(seed=seeds[k])`, for a task whose scene (not only its poses) depends on the seed;
+        empty for every other task."""
+        return {}
+
     def __new__(cls, *args: Any, num_workers: int = 1, **kwargs: Any):
         """`num_workers` other than 1 builds an `envs.parallel.ParallelEnv` instead: the same batched
         API with the envs spread over that many worker processes (each runs this class in-process)."""

@@ -97,6 +97,11 @@ class PegInsertionSideEnv(BaseEnv):
         self.geometry_seed = geometry_seed
         super().__init__(*args, **kwargs)
 
+    @classmethod
+    def seeded_scene_kwargs(cls, seeds: Sequence[int]) -> dict:
+        # ManiSkill's one env rebuilds its scene at every reset, the geometry drawn from the reset's seed
+        return {"geometry_seed": [int(s) for s in seeds]}
+
     def _default_sensor_configs(self) -> list[CameraConfig]:
         base = CameraConfig("base_camera", 128, 128, math.pi / 2, 0.01, 100.0, look_at((0, -0.3, 0.2), (0, 0, 0.1)))
         return [base, *self.agent.spec.cameras]

@@ -28,7 +28,8 @@ class Episode:
     fail: np.ndarray  # (T,) bool
     env_states: dict[str, dict[str, np.ndarray]]  # group -> name -> (T + 1, D)
     seed: int
-    reset_kwargs: dict[str, Any] = field(default_factory=dict)
+    reset_kwargs: dict[str, Any] = field(default_factory=dict)  # what env.reset took: {"seed": s}
+    scene_kwargs: dict[str, Any] = field(default_factory=dict)  # one-env gym.make kwargs of the episode's scene
     rewards: np.ndarray | None = None  # (T,) float32
     obs: dict[str, Any] | np.ndarray | None = None  # (T + 1, D) flat state, or a nested dict of (T + 1, ...) arrays
     info: dict[str, Any] = field(default_factory=dict)  # JSON-serialisable extras
@@ -58,6 +59,7 @@ def episode_entry(episode_id: int, episode: Episode, control_mode: str) -> dict:
         "seed": int(episode.seed),
         "episode_seed": int(episode.seed),
         "reset_kwargs": episode.reset_kwargs or {"seed": int(episode.seed)},
+        **({"scene_kwargs": episode.scene_kwargs} if episode.scene_kwargs else {}),
         "control_mode": control_mode,
         "elapsed_steps": episode.length,
         "success": bool(episode.success[-1]) if episode.length else False,
@@ -67,10 +69,9 @@ def episode_entry(episode_id: int, episode: Episode, control_mode: str) -> dict:
 
 def batch_env_kwargs(episodes: list[Episode]) -> dict[str, list]:
     """gym.make kwargs that rebuild these episodes' envs in one batch, env i for episode i: the
-    one-env lists a task that draws geometry per env records in reset_kwargs["env_kwargs"]
-    (docs/FORMAT.md; PegInsertionSide: {"geometry_seed": [g]}), concatenated. Empty for tasks
-    that record none."""
-    per_env = [e.reset_kwargs.get("env_kwargs", {}) for e in episodes]
+    one-env lists a task that draws geometry per env records in `scene_kwargs` (docs/FORMAT.md;
+    PegInsertionSide: {"geometry_seed": [g]}), concatenated. Empty for tasks that record none."""
+    per_env = [e.scene_kwargs for e in episodes]
     kwargs: dict[str, list] = {}
     for key in sorted({k for kw in per_env for k in kw}):
         if not all(key in kw for kw in per_env):

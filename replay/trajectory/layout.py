@@ -148,7 +148,9 @@ def read_episode(f: h5py.File, entry: dict, with_obs: bool) -> Episode:
         fail=g["fail"][()] if "fail" in g else np.zeros(len(g["actions"]), bool),
         env_states=_read_tree(g["env_states"]),
         seed=entry.get("seed", entry.get("episode_seed", 0)),
-        reset_kwargs=entry.get("reset_kwargs", {}),
+        reset_kwargs={k: v for k, v in entry.get("reset_kwargs", {}).items() if k != "env_kwargs"},
+        # files of earlier writers kept the scene kwargs in reset_kwargs, which ManiSkill's env.reset refuses
+        scene_kwargs=entry.get("scene_kwargs") or entry.get("reset_kwargs", {}).get("env_kwargs", {}),
         rewards=_optional(g, "rewards"),
         obs=_read_obs(g["obs"]) if with_obs and _has_obs(g) else None,
         info=entry.get("info", {}),

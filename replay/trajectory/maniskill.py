@@ -13,7 +13,9 @@ tool rebuilds its envs from clean kwargs:
   loses its `shader_pack` keys (our cameras render with their own shader). Everything else is
   left out and named in one `note:` line on stderr (once per file and process).
 - each episode's seed is its `reset_kwargs["seed"]` (a one-element list too) or `episode_seed`;
-  reset `options` are left out (named in the note when not empty).
+  reset `options` are left out (named in the note when not empty). A task whose scene ManiSkill
+  redraws from the seed at every reset of one env (PegInsertionSide's geometry) gets the
+  episode's `scene_kwargs` from its seed (`seeded_scene_kwargs`).
 - a task we do not have, or episodes without `actions` (T, A) and `env_states/actors`,
   `env_states/articulations` (our conversions restore states by name), raise a
   `TrajectoryError` naming what is missing.
@@ -185,13 +187,22 @@ def adopt(meta: dict, f: h5py.File, path: Path) -> dict:
     first = f.get(group_name(episodes[0]["episode_id"])) if episodes else None
     control = episodes[0].get("control_mode") if episodes else None
     kwargs, ignored = _env_kwargs(info.get("env_kwargs") or {}, _accepted_kwargs(TASKS[env_id]), first, control)
+    task = TASKS[env_id]
+    raw = info.get("env_kwargs") or {}
+    # one env that reconfigures at reset (ManiSkill's default for one env of such a task) draws
+    # its scene from the reset's seed; a batched recording's scenes are not in the file
+    rebuilt = (raw.get("num_envs") or 1) == 1 and raw.get("reconfiguration_freq") != 0
+    if not rebuilt and task.seeded_scene_kwargs([0]):
+        ignored.append("the scenes of a batched or non-reconfiguring recording (default geometry)")
     adopted = []
     for e in episodes:
         seed = _seed(e, str(path))
         options = (e.get("reset_kwargs") or {}).get("options")
         if options and "reset options" not in ignored:
             ignored.append("reset options")
-        adopted.append({**e, "seed": seed, "episode_seed": e.get("episode_seed", seed), "reset_kwargs": {"seed": seed}})
+        scene = task.seeded_scene_kwargs([seed]) if rebuilt else {}
+        adopted.append({**e, "seed": seed, "episode_seed": e.get("episode_seed", seed), "reset_kwargs": {"seed": seed},
+                        **({"scene_kwargs": scene} if scene else {})})
     if ignored:
         _note(str(path), f"note: {path.name} was written by ManiSkill; left out: {', '.join(ignored)}")
     return {**meta, "env_info": {**info, "env_kwargs": kwargs}, "episodes": adopted}
