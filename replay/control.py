@@ -228,13 +228,19 @@ class Converted:
     max_object_error: float
 
 
-def reference_targets(episode: Episode, agent_name: str, arm: list[int], dof: int) -> np.ndarray:
-    """(T + 1, n_arm) arm drive targets recorded after each step (row 0: the initial ones); a
-    state without drive targets (ManiSkill's) has them at qpos."""
+def reference_targets(episode: Episode, agent_name: str, arm: list[int], dof: int,
+                      source: ControlMode | None = None) -> np.ndarray:
+    """(T + 1, n_arm) arm drive targets recorded after each step (row 0: the initial ones). A
+    state without drive targets (ManiSkill's) has them in a pd_joint_pos source's actions (its
+    arm part is the targets themselves), else at qpos, where the arm got to (behind the targets
+    while it moves)."""
     targets = episode.env_states.get("drive_targets", {}).get(agent_name)  # (T + 1, dof)
-    if targets is None:
-        targets = episode.env_states["articulations"][agent_name][:, 13 : 13 + dof]
-    return targets[:, arm]
+    if targets is not None:
+        return targets[:, arm]
+    qpos = episode.env_states["articulations"][agent_name][:, 13 : 13 + dof][:, arm]
+    if source is ControlMode.PD_JOINT_POS:
+        return np.concatenate((qpos[:1], episode.actions[:, : len(arm)]), 0)
+    return qpos
 
 
 def _env_rows(tree, i: int, steps: int):
@@ -258,6 +264,7 @@ def convert_batch(
     record_obs: bool = False,
     on_done: Callable[[int], None] | None = None,
     noise: ActionNoise | None = None,
+    source: ControlMode | None = None,
 ) -> list[Converted]:
     """Converts len(episodes) <= num_envs episodes at once in `env` (built in the target control
     mode). Episodes that finish early hold still until the batch ends; their recorded steps are
@@ -266,14 +273,15 @@ def convert_batch(
     the recorded `actions` are the perturbed ones that were executed (the episode replays) and
     `expert_actions` the tracker's noise-free ones, and `reference_actions` the source path's own
     step at each point (from the reference's current targets to its next: what the expert goes on
-    doing once it has corrected; see ActionNoise)."""
+    doing once it has corrected; see ActionNoise). `source`: the episodes' control mode (where
+    their states lack drive targets, a pd_joint_pos source's actions are them)."""
     base = env.unwrapped
     agent = base.agent
     n, k = base.num_envs, len(episodes)
     padded = start(env, episodes)
     dof, name, rows = agent.dof, agent.name, np.arange(n)
     lengths = np.array([e.length for e in padded])
-    refs = _padded([reference_targets(e, name, agent.arm, dof) for e in padded])  # (N, T + 1, n_arm)
+    refs = _padded([reference_targets(e, name, agent.arm, dof, source) for e in padded])  # (N, T + 1, n_arm)
     g = base.controller.action_dim - base.controller.arm_dim  # gripper dims: 1, or 0 without a gripper
     grips = _padded([e.actions[:, e.actions.shape[1] - g :] for e in padded])  # (N, T, g) source gripper actions
     q = torch.from_numpy(_padded([e.env_states["articulations"][name][:, 13 : 13 + dof] for e in padded])).double()

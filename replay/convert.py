@@ -204,7 +204,7 @@ def convert_episodes(cfg: ConvertConfig, ids: list[int], on_done: Callable[[int]
             results = convert_batch(
                 env, episodes, cfg.control_mode, cfg.limits,
                 record_obs=record and cfg.obs_mode is not ObsMode.NONE, on_done=on_done if record else None,
-                noise=cfg.noise,
+                noise=cfg.noise, source=cfg.source_control,
             )
         finally:
             env.close()

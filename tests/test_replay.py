@@ -30,6 +30,7 @@ from replay.control import (
     joint_pos_action,
     joint_pos_vel_action,
     joint_vel_action,
+    reference_targets,
     saturate,
     tracker,
 )
@@ -76,6 +77,32 @@ def test_joint_actions_reach_the_reference():
     assert torch.allclose(cur + joint_vel_action(cur, ref, 20.0, 1.0) / 20.0, ref)
     assert torch.equal(joint_pos_vel_action(ref), torch.cat((ref, torch.zeros_like(ref)), 1))
     assert torch.allclose(cur + joint_delta_pos_vel_action(cur, ref, 0.1)[:, :7] * 0.1, ref)
+
+
+def test_reference_of_a_state_without_drive_targets(make):
+    """A ManiSkill file's states have no drive targets: a pd_joint_pos source's arm targets after
+    each step are its actions (the env's own drive targets), not the qpos, which lags while the
+    arm moves; other sources fall back to the qpos."""
+    from envs.core.tree import stack, to_numpy
+
+    env = make("PickCube-v1", num_envs=1, obs_mode="none", control_mode="pd_joint_pos").unwrapped
+    env.reset(seed=0)
+    arm = env.agent.arm
+    states = [to_numpy(env.get_state_dict())]
+    q0 = states[0]["articulations"]["panda"][0, 13 : 13 + env.agent.dof]
+    actions = np.stack([np.concatenate((q0[arm] + 0.05 * (t + 1), [1.0])) for t in range(4)]).astype(np.float32)  # (T, 8)
+    for a in actions:
+        env.step(torch.from_numpy(a)[None])
+        states.append(to_numpy(env.get_state_dict()))
+    states = {k: {n: v[:, 0] for n, v in g.items()} for k, g in stack(states).items()}  # (T + 1, D) per name
+    truth = states["drive_targets"]["panda"][:, arm]
+    theirs = {k: v for k, v in states.items() if k != "drive_targets"}
+    z = np.zeros(len(actions), bool)
+    ep = Episode(actions, z, z, z, z, theirs, seed=0)
+    ref = reference_targets(ep, "panda", arm, env.agent.dof, ControlMode.PD_JOINT_POS)
+    assert np.allclose(ref, truth, atol=1e-6)
+    lagging = reference_targets(ep, "panda", arm, env.agent.dof)
+    assert np.allclose(lagging, theirs["articulations"]["panda"][:, 13:20]) and np.abs(lagging[1:] - truth[1:]).max() > 0.01
 
 
 def test_ee_delta_pose_action_inverts_the_controller_step():
