@@ -22,9 +22,9 @@ import tyro
 
 from envs.cli import Command, parse
 from envs.cli import main as run_cli
-from policies.config import RUNS, load_run
+from policies.kinds import KINDS, load_run
 
-TRAIN_USAGE = f"""usage: policies train {{{','.join(RUNS)}}} --data FILE.h5 [--config FILE.yaml] [--section.key VALUE ...]
+TRAIN_USAGE = f"""usage: policies train {{{','.join(KINDS)}}} --data FILE.h5 [--config FILE.yaml] [--section.key VALUE ...]
 
 Train a policy. --config (a YAML file under configs/) sets the config's defaults; the options
 after it override them. `policies train KIND --help` lists every field of KIND's config with its
@@ -81,7 +81,7 @@ def _train(argv: list[str]) -> int:
         print(TRAIN_USAGE)
         return 0
     if not argv or argv[0].startswith("-"):
-        raise ValueError(f"policies train: a policy is required: {', '.join(RUNS)} (see policies train --help)")
+        raise ValueError(f"policies train: a policy is required: {', '.join(KINDS)} (see policies train --help)")
     kind, rest = argv[0], argv[1:]
     config = None
     if "--config" in rest:
@@ -120,7 +120,7 @@ def _eval(args: EvalArgs) -> int:
     result = evaluate(policy, module.env, args.episodes, args.num_envs, args.num_workers, args.seed,
                       args.max_episode_steps, args.video, args.executor, args.address, args.workers)
     result.update(checkpoint=args.checkpoint, env_id=module.env["env_id"], obs_mode=module.spec.obs_mode,
-                  control_mode=module.env["control_mode"], policy=module.run_cfg.kind.value,
+                  control_mode=module.env["control_mode"], policy=module.run_cfg.kind,
                   action_horizon=policy.cfg.action_horizon)
     print(summary(result))
     if args.json:
@@ -190,7 +190,7 @@ def _recipe(argv: list[str]) -> int:
 
 
 COMMANDS = {
-    "train": Command("train a policy (" + ", ".join(RUNS) + ") on demonstrations", _train),
+    "train": Command("train a policy (" + ", ".join(KINDS) + ") on demonstrations", _train),
     "eval": Command("evaluate a checkpoint in the batched simulator", _eval, EvalArgs),
     "recipe": Command("build a recipe's dataset (build), or build it and train and evaluate (run)", _recipe),
 }

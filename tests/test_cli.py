@@ -12,11 +12,11 @@ import policies.cli
 import replay.cli
 from envs.cli import Command
 from envs.cli import main as run_cli
-from policies.config import RUNS
+from policies.kinds import KINDS
 
 CLIS = {"demos": demos.cli, "replay": replay.cli, "policies": policies.cli}
 COMMANDS = [(prog, [name]) for prog, cli in CLIS.items() for name in cli.COMMANDS]
-COMMANDS += [("policies", ["train", kind]) for kind in RUNS]
+COMMANDS += [("policies", ["train", kind]) for kind in KINDS]
 
 
 def _run(capsys, prog: str, argv: list[str]) -> tuple[int, str, str]:
@@ -111,7 +111,7 @@ SHARED = {  # the same things under the same names: flag -> commands that must h
     "--executor": [("demos", ["generate"]), ("replay", ["convert"]), ("policies", ["eval"])],
     "--address": [("demos", ["generate"]), ("replay", ["convert"]), ("policies", ["eval"])],
     "--obs-mode": [("demos", ["generate"]), ("replay", ["convert"])],
-    "--dataset.obs-mode": [("policies", ["train", kind]) for kind in RUNS],
+    "--dataset.obs-mode": [("policies", ["train", kind]) for kind in KINDS],
     "--control-mode": [("demos", ["generate"]), ("replay", ["convert"])],
     "--out": [("demos", ["generate"]), ("demos", ["report"]), ("replay", ["convert"]), ("replay", ["export"])],
     "--overwrite": [("demos", ["generate"]), ("demos", ["merge"]), ("replay", ["convert"]), ("replay", ["export"])],
