@@ -23,6 +23,7 @@ import torch
 from envs.controllers.base import ArmController
 from envs.core.agent import Agent
 from envs.core.pose import euler_xyz_to_quat, quat_mul
+from envs.modes import ControlMode
 
 
 def _solve(agent: Agent, target: torch.Tensor) -> None:
@@ -31,7 +32,7 @@ def _solve(agent: Agent, target: torch.Tensor) -> None:
     agent.set_targets(agent.arm, q)
 
 
-class PDEEDeltaPos(ArmController):
+class PDEEDeltaPos(ArmController, mode=ControlMode.PD_EE_DELTA_POS):
     """pd_ee_delta_pos: [-1, 1]^3 -> [-ee_delta_pos, ee_delta_pos] m added to the measured TCP
     position; orientation held at the measured one."""
 
@@ -64,7 +65,7 @@ class PDEEDeltaPos(ArmController):
         self.target_pose[env_idx] = self.agent.tcp_pose_root(self.agent.targets)[env_idx]
 
 
-class PDEETargetDeltaPos(PDEEDeltaPos):
+class PDEETargetDeltaPos(PDEEDeltaPos, mode=ControlMode.PD_EE_TARGET_DELTA_POS):
     """pd_ee_target_delta_pos: as pd_ee_delta_pos, stepping from the previous target pose."""
 
     def _start(self) -> torch.Tensor:
@@ -74,7 +75,7 @@ class PDEETargetDeltaPos(PDEEDeltaPos):
         return {"target_pose": self.target_pose.clone()}
 
 
-class PDEEDeltaPose(PDEEDeltaPos):
+class PDEEDeltaPose(PDEEDeltaPos, mode=ControlMode.PD_EE_DELTA_POSE):
     """pd_ee_delta_pose: [-1, 1]^6. Translation as pd_ee_delta_pos; rotation: the 3 dims are
     scaled down to norm 1 when longer, then multiplied by the rotation *lower* bound
     (-ee_delta_rot), as ManiSkill 3.0.1's PDEEPoseController does, so +1 turns by -0.1 rad;
@@ -102,7 +103,7 @@ class PDEEDeltaPose(PDEEDeltaPos):
         return torch.cat((start[:, :3] + action[:, :3], rot), 1)
 
 
-class PDEETargetDeltaPose(PDEEDeltaPose):
+class PDEETargetDeltaPose(PDEEDeltaPose, mode=ControlMode.PD_EE_TARGET_DELTA_POSE):
     """pd_ee_target_delta_pose: as pd_ee_delta_pose, stepping from the previous target pose."""
 
     def _start(self) -> torch.Tensor:
@@ -112,11 +113,10 @@ class PDEETargetDeltaPose(PDEEDeltaPose):
         return {"target_pose": self.target_pose.clone()}
 
 
-class PDEEPose(PDEEDeltaPos):
+class PDEEPose(PDEEDeltaPos, mode=ControlMode.PD_EE_POSE):
     """pd_ee_pose: absolute root-frame TCP pose, unnormalised and unclipped: position (bounds
     +-ee_pose_pos m) and XYZ Euler angles (bounds +-2 pi)."""
 
-    normalized = False
 
     @property
     def raw_low(self) -> np.ndarray:
