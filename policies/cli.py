@@ -39,8 +39,6 @@ class EvalArgs:
     """episodes (seeds seed, seed + 1, ...)"""
     num_envs: int = 16
     """envs simulated together"""
-    num_workers: int = 1
-    """env worker processes"""
     seed: int = 200_000
     """first seed"""
     max_episode_steps: int = 0
@@ -55,18 +53,18 @@ class EvalArgs:
     json: Annotated[str | None, tyro.conf.arg(metavar="PATH", help_behavior_hint="(default: none)")] = None
     """also write the results to this JSON file"""
     executor: str = "local"
-    """local (this process and its num_workers env processes) or ray (Ray actors, each with an env of
+    """local (this process and its env worker processes) or ray (Ray actors, each with an env of
     num_envs and its copy of the policy; pip install -e ".[ray]")"""
     address: Annotated[str | None, tyro.conf.arg(metavar="ADDR", help_behavior_hint="(default: a local Ray started for the run)")] = None
     """the Ray cluster to join, e.g. HEAD:6379"""
-    workers: Annotated[int | None, tyro.conf.arg(metavar="INT", help_behavior_hint="(default: one per CPU of the cluster, per render slot for camera policies)")] = None
-    """Ray actors"""
+    workers: Annotated[int | None, tyro.conf.arg(metavar="INT", help_behavior_hint="(default: 1; with --executor ray, one per CPU of the cluster, per render slot for camera policies)")] = None
+    """workers: env worker processes (envs.parallel), or Ray actors with --executor ray"""
 
     def __post_init__(self) -> None:
         if not Path(self.checkpoint).is_file():
             raise ValueError(f"{self.checkpoint}: no such file")
-        if self.episodes <= 0 or self.num_envs <= 0 or self.num_workers <= 0:
-            raise ValueError("--episodes, --num-envs and --num-workers must be > 0")
+        if self.episodes <= 0 or self.num_envs <= 0:
+            raise ValueError("--episodes and --num-envs must be > 0")
         if self.action_horizon < 0:
             raise ValueError(f"--action-horizon must be >= 0, got {self.action_horizon}")
         if self.workers is not None and self.workers < 1:
@@ -117,8 +115,8 @@ def _eval(args: EvalArgs) -> int:
     policy, module = load_policy(args.checkpoint, device)
     if args.action_horizon:  # the policy config validates it against the checkpoint's horizons
         policy.cfg = dataclasses.replace(policy.cfg, action_horizon=args.action_horizon)
-    result = evaluate(policy, module.env, args.episodes, args.num_envs, args.num_workers, args.seed,
-                      args.max_episode_steps, args.video, args.executor, args.address, args.workers)
+    result = evaluate(policy, module.env, args.episodes, args.num_envs, args.workers, args.seed,
+                      args.max_episode_steps, args.video, args.executor, args.address)
     result.update(checkpoint=args.checkpoint, env_id=module.env["env_id"], obs_mode=module.spec.obs_mode,
                   control_mode=module.env["control_mode"], policy=module.run_cfg.kind,
                   action_horizon=policy.cfg.action_horizon)
@@ -191,7 +189,7 @@ def _recipe(argv: list[str]) -> int:
 
 COMMANDS = {
     "train": Command("train a policy (" + ", ".join(KINDS) + ") on demonstrations", _train),
-    "eval": Command("evaluate a checkpoint in the batched simulator", _eval, EvalArgs),
+    "eval": Command("evaluate a checkpoint in the batched simulator", _eval, EvalArgs, {"--num-workers": "--workers"}),
     "recipe": Command("build a recipe's dataset (build), or build it and train and evaluate (run)", _recipe),
 }
 

@@ -117,7 +117,7 @@ SHARED = {  # the same things under the same names: flag -> commands that must h
     "--overwrite": [("demos", ["generate"]), ("demos", ["merge"]), ("replay", ["convert"]), ("replay", ["export"])],
     "--resume": [("demos", ["generate"]), ("replay", ["convert"])],
 }
-OLD = {"--obs", "--control", "--keep-failures", "--only_success", "--num_envs", "--n-envs", "--env"}  # never shown
+OLD = {"--obs", "--control", "--keep-failures", "--only_success", "--num_envs", "--n-envs", "--env", "--num-workers"}  # never shown
 
 
 def test_shared_flags_have_the_same_names(capsys):
@@ -130,12 +130,14 @@ def test_shared_flags_have_the_same_names(capsys):
 
 
 def test_old_spellings_are_still_accepted(capsys, tmp_path):
-    """--obs/--control (replay convert) and --keep-failures (demos generate) parse: the error
-    that follows is about the input, not the flag."""
+    """--obs/--control (replay convert), --keep-failures (demos generate) and --num-workers
+    (policies eval) parse: the error that follows is about the input, not the flag."""
     code, _, err = _run(capsys, "replay", ["convert", str(tmp_path / "a.h5"), "--obs", "state", "--control=pd_ee_delta_pos"])
     assert "no such file" in _one_error_line(code, err)
     code, _, err = _run(capsys, "demos", ["generate", "PickCube", "--n", "1", "--keep-failures", "--out", str(tmp_path / "a.txt")])
     assert ".h5" in _one_error_line(code, err)
+    code, _, err = _run(capsys, "policies", ["eval", str(tmp_path / "best.ckpt"), "--num-workers", "2"])
+    assert "no such file" in _one_error_line(code, err)
 
 
 def test_a_failure_that_is_not_bad_input_is_one_line_exit_1(capsys):
