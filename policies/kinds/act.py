@@ -17,8 +17,8 @@ from policies.policy import Policy
 
 @dataclass
 class ACTConfig(PolicyConfig):
+    # PolicyConfig's fields with ACT's defaults: the help is written there unless given here
     obs_horizon: int = 1
-    """observations stacked as the policy's input (the current one and those before it)"""
     pred_horizon: int = 30
     """actions predicted at once: ACT's chunk size k"""
     action_horizon: int = 1
@@ -53,7 +53,6 @@ class ACTConfig(PolicyConfig):
     ema_decay: float = 0.999
     """EMA decay of the weights used for evaluation (0: no EMA)"""
     lr: float = 1e-4
-    """peak learning rate (AdamW; linear warm-up, then cosine decay to 0 at train.max_steps)"""
 
     def __post_init__(self) -> None:
         super().__post_init__()

@@ -16,12 +16,10 @@ from policies.policy import Policy
 
 @dataclass
 class BCConfig(PolicyConfig):
+    # PolicyConfig's fields with BC's defaults (their help is written there)
     obs_horizon: int = 1
-    """observations stacked as the policy's input (the current one and those before it)"""
     pred_horizon: int = 1
-    """actions predicted at once (starting at the oldest observation of the history)"""
     action_horizon: int = 1
-    """actions of a prediction executed before predicting again"""
     hidden: tuple[int, ...] = (512, 512, 512)
     """MLP hidden layer widths"""
     dropout: float = 0.0
