@@ -30,8 +30,9 @@ ARM_CONTROLLERS: dict[ControlMode, type[ArmController]] = {}  # filled by the su
 class ArmController:
     """One subclass per control mode, which names its mode in its class line and so registers
     itself (`class PDJointPos(ArmController, mode=ControlMode.PD_JOINT_POS)`); a subclass without
-    `mode=` is a base for others. Subclasses give `raw_low`/`raw_high` and `_apply(scaled action)`;
-    whether the action is normalised is the mode's meaning."""
+    `mode=` is a base for others. Subclasses give `raw_high` (and `raw_low` where the bounds are not
+    -raw_high..raw_high) and `_apply(scaled action)`; whether the action is normalised is the mode's
+    meaning."""
 
     mode: ClassVar[ControlMode]
 
@@ -51,7 +52,7 @@ class ArmController:
 
     @property
     def raw_low(self) -> np.ndarray:
-        raise NotImplementedError
+        return -self.raw_high
 
     @property
     def raw_high(self) -> np.ndarray:

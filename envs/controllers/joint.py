@@ -35,10 +35,6 @@ class PDJointDeltaPos(ArmController, mode=ControlMode.PD_JOINT_DELTA_POS):
     """pd_joint_delta_pos: [-1, 1] -> [-joint_delta, joint_delta] rad added to the measured qpos."""
 
     @property
-    def raw_low(self) -> np.ndarray:
-        return _const(-self.agent.spec.joint_delta, len(self.agent.arm))
-
-    @property
     def raw_high(self) -> np.ndarray:
         return _const(self.agent.spec.joint_delta, len(self.agent.arm))
 
@@ -63,10 +59,6 @@ class PDJointTargetDeltaPos(PDJointDeltaPos, mode=ControlMode.PD_JOINT_TARGET_DE
 class PDJointVel(ArmController, mode=ControlMode.PD_JOINT_VEL):
     """pd_joint_vel: [-1, 1] -> [-joint_vel, joint_vel] rad/s velocity targets; the arm's drives
     lose their stiffness (damping only)."""
-
-    @property
-    def raw_low(self) -> np.ndarray:
-        return _const(-self.agent.spec.joint_vel, len(self.agent.arm))
 
     @property
     def raw_high(self) -> np.ndarray:
@@ -109,9 +101,8 @@ class PDJointDeltaPosVel(PDJointPosVel, mode=ControlMode.PD_JOINT_DELTA_POS_VEL)
 
 
     @property
-    def raw_low(self) -> np.ndarray:
-        n = len(self.agent.arm)
-        return np.concatenate((_const(-self.agent.spec.joint_delta, n), _const(-self.agent.spec.joint_vel, n)))
+    def raw_low(self) -> np.ndarray:  # symmetric, where pd_joint_pos_vel's are the joint limits
+        return -self.raw_high
 
     @property
     def raw_high(self) -> np.ndarray:
