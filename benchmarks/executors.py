@@ -43,17 +43,17 @@ def main() -> None:
     py = sys.executable
     rates: dict[tuple[str, str], list[float]] = {}
     os.environ.setdefault("RAY_AUTH_MODE", "disabled")  # one machine, loopback only: no cluster token to hand round
-    ray_cli = str(Path(py).with_name("ray"))
+    ray_cli = [py, "-m", "ray.scripts.scripts"]  # the `ray` command, wherever Ray is importable
     port = "6399"
     half = str(max(1, args.workers // 2))
     env_cpus = ["--num-cpus", half, "--resources", '{"render": %s}' % half, "--disable-usage-stats"]
-    subprocess.run([ray_cli, "start", "--head", "--port", port, "--include-dashboard", "false", *env_cpus], check=True,
+    subprocess.run([*ray_cli, "start", "--head", "--port", port, "--include-dashboard", "false", *env_cpus], check=True,
                    capture_output=True)
     try:
-        subprocess.run([ray_cli, "start", "--address", f"127.0.0.1:{port}", *env_cpus], check=True, capture_output=True)
+        subprocess.run([*ray_cli, "start", "--address", f"127.0.0.1:{port}", *env_cpus], check=True, capture_output=True)
         _measure(args, py, rates, f"127.0.0.1:{port}")
     finally:
-        subprocess.run([ray_cli, "stop", "--force"], capture_output=True)
+        subprocess.run([*ray_cli, "stop", "--force"], capture_output=True)
     for stage in ("generate", "convert rgbd"):
         local = statistics.median(rates[(stage, "local")])
         for ex in ("ray", "ray2"):
