@@ -22,6 +22,7 @@ import tyro
 
 from envs.cli import Command, parse
 from envs.cli import main as run_cli
+from policies.config import Rollouts
 from policies.kinds import KINDS, load_run
 
 TRAIN_USAGE = f"""usage: policies train {{{','.join(KINDS)}}} --data FILE.h5 [--config FILE.yaml] [--section.key VALUE ...]
@@ -31,23 +32,18 @@ after it override them. `policies train KIND --help` lists every field of KIND's
 default (those after --config when given)."""
 
 
-@dataclass
-class EvalArgs:
+@dataclass(kw_only=True)
+class EvalArgs(Rollouts):
     checkpoint: Annotated[str, tyro.conf.Positional, tyro.conf.arg(metavar="CHECKPOINT")]
     """checkpoint written by `policies train` (best.ckpt or last.ckpt)"""
+    # the rollouts' settings with this command's defaults (their help is written in Rollouts)
     episodes: int = 100
-    """episodes (seeds seed, seed + 1, ...)"""
     num_envs: int = 16
-    """envs simulated together"""
     seed: int = 200_000
-    """first seed"""
-    max_episode_steps: int = 0
-    """episode length (0: the one the policy was trained for)"""
+    video: Annotated[str, tyro.conf.arg(metavar="DIR", help_behavior_hint="(default: no videos)")] = ""
     action_horizon: int = 0
     """actions executed from each predicted chunk before predicting again (0: the checkpoint's;
     at most pred_horizon - obs_horizon + 1); fewer react sooner, more act smoother"""
-    video: Annotated[str | None, tyro.conf.arg(metavar="DIR", help_behavior_hint="(default: no videos)")] = None
-    """folder for tiled mp4 videos"""
     device: str = "auto"
     """torch device of the policy: auto (cuda when available), cpu, cuda, cuda:1, ..."""
     json: Annotated[str | None, tyro.conf.arg(metavar="PATH", help_behavior_hint="(default: none)")] = None
@@ -63,8 +59,9 @@ class EvalArgs:
     def __post_init__(self) -> None:
         if not Path(self.checkpoint).is_file():
             raise ValueError(f"{self.checkpoint}: no such file")
-        if self.episodes <= 0 or self.num_envs <= 0:
-            raise ValueError("--episodes and --num-envs must be > 0")
+        super().__post_init__()
+        if self.episodes == 0:
+            raise ValueError("--episodes must be > 0")
         if self.action_horizon < 0:
             raise ValueError(f"--action-horizon must be >= 0, got {self.action_horizon}")
         if self.workers is not None and self.workers < 1:

@@ -173,27 +173,41 @@ class TrainConfig:
 
 
 @dataclass
-class EvalConfig:
+class Rollouts:
+    """Evaluation episodes in the batched simulator: what `policies eval` takes as flags and a
+    training run as its `eval` section (each with its own defaults)."""
+
     episodes: int = 50
-    """evaluation episodes (seeds seed, seed + 1, ...); 0 disables rollouts during training"""
+    """evaluation episodes (seeds seed, seed + 1, ...)"""
     num_envs: int = 25
     """envs simulated together"""
-    num_workers: int = 1
-    """env worker processes (envs.parallel)"""
     seed: int = 100_000
     """first evaluation seed (far from the demos' seeds)"""
     max_episode_steps: int = 0
-    """episode length (0: the env's own)"""
+    """episode length (0: the one the policy was trained for)"""
     video: str = ""
     """folder for tiled mp4 videos of the rollouts (empty: none)"""
+
+    def __post_init__(self) -> None:
+        positive(self, "num_envs")
+        check(self.episodes >= 0, f"episodes must be >= 0, got {self.episodes}")
+        check(self.max_episode_steps >= 0, f"max_episode_steps must be >= 0, got {self.max_episode_steps}")
+
+
+@dataclass
+class EvalConfig(Rollouts):
+    """Rollouts every train.val_every steps (episodes 0: none) and of the best checkpoint after training."""
+
+    num_workers: int = 1
+    """env worker processes (envs.parallel)"""
     final_episodes: int = 100
     """episodes of the evaluation of the best checkpoint after training (0: none)"""
 
     def __post_init__(self) -> None:
-        positive(self, "num_envs", "num_workers")
-        check(self.episodes >= 0 and self.final_episodes >= 0, "eval.episodes and eval.final_episodes must be >= 0")
+        super().__post_init__()
+        positive(self, "num_workers")
+        check(self.final_episodes >= 0, f"eval.final_episodes must be >= 0, got {self.final_episodes}")
         check(self.num_workers <= self.num_envs, "eval.num_workers must be <= eval.num_envs")
-        check(self.max_episode_steps >= 0, "eval.max_episode_steps must be >= 0")
 
 
 @dataclass
