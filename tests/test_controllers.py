@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from envs.controllers import ARM_CONTROLLERS
+from envs.controllers import ARM_CONTROLLERS, gripper_action_dims
 from envs.core.pose import euler_xyz_to_quat, quat_angle, quat_mul, quat_to_euler_xyz
 from envs.modes import ControlMode
 from envs.robots import get_robot, robot_family, robot_uids
@@ -59,6 +59,10 @@ def test_action_space_is_maniskills(make, mode):
     arm_dims = {True: 3 if mode.position_only else 6}.get(mode.end_effector, 14 if mode.velocity and mode is not ControlMode.PD_JOINT_VEL else 7)
     assert base.controller.action_dim == arm_dims + 1
     assert env.action_space.shape == (N, arm_dims + 1)
+    # the layout known without an env (what padding of training chunks reads) is the built one's
+    assert ARM_CONTROLLERS[mode].width(get_robot("panda")) == base.controller.arm_dim == arm_dims
+    assert gripper_action_dims("panda", mode, arm_dims + 1) == [arm_dims]
+    assert gripper_action_dims(["panda", "panda"], mode, 2 * arm_dims + 2) == [arm_dims, 2 * arm_dims + 1]
 
 
 def test_joint_delta_steps_from_measured_qpos(make):

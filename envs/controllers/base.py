@@ -20,6 +20,7 @@ import numpy as np
 import torch
 
 from envs.core.agent import Agent
+from envs.robots.base import RobotSpec
 
 
 class ArmController:
@@ -32,6 +33,12 @@ class ArmController:
         self.agent = agent
         self._raw_low = torch.from_numpy(self.raw_low)
         self._raw_high = torch.from_numpy(self.raw_high)
+
+    @classmethod
+    def width(cls, spec: RobotSpec) -> int:
+        """The arm part's action size for a robot, known without building one (the joint modes:
+        one dim per arm joint)."""
+        return len(spec.arm_joints)
 
     @property
     def raw_low(self) -> np.ndarray:

@@ -35,6 +35,10 @@ class PDEEDeltaPos(ArmController):
     """pd_ee_delta_pos: [-1, 1]^3 -> [-ee_delta_pos, ee_delta_pos] m added to the measured TCP
     position; orientation held at the measured one."""
 
+    @classmethod
+    def width(cls, spec) -> int:
+        return 3
+
     def __init__(self, agent: Agent):
         super().__init__(agent)
         self.target_pose = agent.tcp_pose_root().clone()  # (N, 7) root frame: the last IK goal
@@ -80,6 +84,10 @@ class PDEEDeltaPose(PDEEDeltaPos):
     (-ee_delta_rot), as ManiSkill 3.0.1's PDEEPoseController does, so +1 turns by -0.1 rad;
     the result is read as XYZ Euler angles."""
 
+    @classmethod
+    def width(cls, spec) -> int:
+        return 6
+
     @property
     def raw_low(self) -> np.ndarray:
         s = self.agent.spec
@@ -117,6 +125,10 @@ class PDEEPose(PDEEDeltaPos):
     +-ee_pose_pos m) and XYZ Euler angles (bounds +-2 pi)."""
 
     normalized = False
+
+    @classmethod
+    def width(cls, spec) -> int:
+        return 6
 
     @property
     def raw_low(self) -> np.ndarray:

@@ -85,6 +85,10 @@ class PDJointPosVel(ArmController):
 
     normalized = False
 
+    @classmethod
+    def width(cls, spec) -> int:
+        return 2 * len(spec.arm_joints)
+
     @property
     def raw_low(self) -> np.ndarray:
         n = len(self.agent.arm)
