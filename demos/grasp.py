@@ -64,6 +64,7 @@ def top_down_grasp(
     clear_of: torch.Tensor | None = None,
     axes: tuple[int, ...] = (0, 1),
     final_q: torch.Tensor | None = None,
+    clear_within: float | None = None,
 ) -> torch.Tensor:
     """TCP poses (k, 7) grasping boxes from above, the fingers closing along one of the box's
     `axes` (its local x and y by default; local z for a box lying on a side) whose width fits
@@ -72,7 +73,9 @@ def top_down_grasp(
     obj_pose (k, 7), half_size (k, 3) in the object frame; reference_q (k, 4) the TCP orientation
     to stay close to. The grasp point is the box centre raised by `depth` (m). With `clear_of`
     (k, 3), points the open fingers must stay away from (a neighbouring object), the closing
-    axis is the box axis more nearly perpendicular to the direction towards that point. With
+    axis is the box axis more nearly perpendicular to the direction towards that point (with
+    `clear_within`, only where that point is nearer than clear_within (m): farther, the open
+    fingers miss it whatever the axis, and the grasp nearest reference_q is taken). With
     `final_q` (k, 4), the TCP orientation reference_q should have once the object is placed,
     expressed as the orientation a grasp taken now would need (see `grasp_for_placing`), the
     grasp nearest both is chosen: the wrist then neither starts nor ends near its limits."""
@@ -83,6 +86,7 @@ def top_down_grasp(
     if clear_of is not None:
         toward = clear_of - obj_pose[:, :3]
         toward[:, 2] = 0
+        near = toward.norm(dim=1) < clear_within if clear_within is not None else torch.ones(k, dtype=torch.bool)
         toward = toward / toward.norm(dim=1, keepdim=True).clamp_min(1e-6)
     best, best_angle = None, None
     for axis in axes:
@@ -96,7 +100,7 @@ def top_down_grasp(
             if toward is not None:  # towards the neighbour: |cos| of this axis vs the other's
                 other = rot[:, :, 1 - axis] if axis < 2 else rot[:, :, 1]
                 facing = (closing * toward).sum(1).abs() - (other * toward).sum(1).abs()
-                angle = angle + 10.0 * (facing > 0).float()
+                angle = angle + 10.0 * ((facing > 0) & near).float()
             # the fingers close across the box, in the horizontal plane: a box axis standing near
             # vertical (a box lying on a side turned about that axis) cannot be closed along
             fits = (width <= adapter.max_width - 0.005) & (closing[:, 2].abs() < 0.7)

@@ -134,11 +134,13 @@ def grasp_at(
     clear_of: Value | None = None,
     axes: tuple[int, ...] = (0, 1),
     placed: tuple[Value, Value] | None = None,
+    clear_within: float | None = None,
 ) -> Target:
     """Target: a top-down grasp of the box of half extents half_size (k, 3) at pose (k, 7), the
     fingers closing along one of its local `axes`. With `placed` = (the held object's pose now,
     its pose once placed), the grasp that also leaves the wrist nearest its rest orientation
-    at the placed pose is preferred."""
+    at the placed pose is preferred. `clear_of` (a point the open fingers must miss) counts
+    only within `clear_within` (m) of the object, when given (see `top_down_grasp`)."""
 
     def target(env, idx, adapter):
         avoid = clear_of(env, idx) if clear_of is not None else None
@@ -147,7 +149,7 @@ def grasp_at(
         if placed is not None:  # a grasp g now is goal * now^-1 * g once placed: compare g to now * goal^-1 * rest
             now, goal = placed[0](env, idx), placed[1](env, idx)
             final = quat_mul(quat_mul(now[:, 3:], quat_conj(goal[:, 3:])), q)
-        return top_down_grasp(pose(env, idx), half_size(env, idx), adapter, q, depth, avoid, axes, final)
+        return top_down_grasp(pose(env, idx), half_size(env, idx), adapter, q, depth, avoid, axes, final, clear_within)
 
     return target
 

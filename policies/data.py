@@ -9,7 +9,8 @@ file lazily in the process that reads (fork-safe).
 Windows follow the diffusion-policy convention: the sample for decision step t of an episode of
 T actions has observations t - To + 1 .. t and actions t - To + 1 .. t - To + Tp. Indices before
 the episode's start repeat its first observation / action; actions past its end repeat the last
-one (absolute control modes) or hold still (delta and velocity modes: zeros, gripper repeated).
+one (absolute control modes) or hold still (delta and velocity modes: the arm's dims zero, each
+gripper's dim repeated; a robot without a gripper has no such dim, see `still_dims`).
 """
 
 from __future__ import annotations
@@ -20,7 +21,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from envs.modes import ObsMode
+from envs.controllers import gripper_action_dims
+from envs.core.registry import default_robot_uids
+from envs.modes import ControlMode, ObsMode
 from policies.config import DERIVED_INPUTS, DatasetConfig
 from replay.trajectory import TrajectoryFile
 
@@ -216,6 +219,20 @@ def env_info(file: TrajectoryFile) -> dict[str, Any]:
     }
 
 
+def still_dims(env: dict[str, Any], action_dim: int) -> torch.Tensor | None:
+    """(A,) bool: the action dims that are zero in a chunk past its episode's end, so that the
+    robot holds still (the arm dims of a mode whose zero action holds the arm; each gripper dim
+    repeats its last action), or None where every dim repeats its last (absolute modes). The
+    gripper dims follow the robots' controllers: a gripperless robot (`panda_stick`) has none."""
+    mode = ControlMode(env["control_mode"])
+    if not mode.zero_holds_still:
+        return None
+    uids = env["env_kwargs"].get("robot_uids") or default_robot_uids(env["env_id"])
+    still = torch.ones(action_dim, dtype=torch.bool)
+    still[gripper_action_dims(uids, mode, action_dim)] = False
+    return still
+
+
 class DemoData:
     """Every used episode of a trajectory file, concatenated: obs tensors with T_e + 1 rows per
     episode, actions with T_e rows."""
@@ -319,10 +336,13 @@ def split_episodes(num_episodes: int, val_fraction: float, seed: int) -> tuple[l
     return sorted(order[n_val:]), sorted(order[:n_val])
 
 
-def gather(store: dict[str, torch.Tensor | None], table: dict[str, torch.Tensor], idx: torch.Tensor, hold_still: bool) -> dict[str, torch.Tensor]:
+def gather(
+    store: dict[str, torch.Tensor | None], table: dict[str, torch.Tensor], idx: torch.Tensor, still: torch.Tensor | None
+) -> dict[str, torch.Tensor]:
     """A batch for samples `idx` from device-resident `store` (state, images, aux, actions) and index
     `table` (from DemoData.windows): state (B, To, D), images (B, To, K, C, H, W), actions (B, Tp, A),
-    aux (B, aux_dim): the auxiliary targets at the current (last) observation."""
+    aux (B, aux_dim): the auxiliary targets at the current (last) observation. `still` (A,) bool
+    (`still_dims`): the dims set to zero where a chunk runs past its episode's end."""
     obs_rows = table["obs"][idx]  # (B, To)
     act_rows = table["actions"][idx]  # (B, Tp)
     if store.get("plan") is None:
@@ -331,10 +351,9 @@ def gather(store: dict[str, torch.Tensor | None], table: dict[str, torch.Tensor]
         now = table["obs"].shape[1] - 1
         actions = store["plan"][act_rows]
         actions[:, now] = store["actions"][act_rows[:, now]]
-    if hold_still:
+    if still is not None:
         past = table["past_end"][idx]  # (B, Tp)
-        arm = torch.zeros_like(actions[..., :-1])
-        actions = torch.cat((torch.where(past[..., None], arm, actions[..., :-1]), actions[..., -1:]), -1)
+        actions = torch.where(past[..., None] & still, torch.zeros_like(actions), actions)
     batch = {"state": store["state"][obs_rows], "actions": actions}
     if store.get("images") is not None:
         batch["images"] = store["images"][obs_rows]

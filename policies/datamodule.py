@@ -9,9 +9,8 @@ import torch
 from torch.utils.data import DataLoader, Dataset
 
 from policies.config import DatasetConfig
-from policies.data import DemoData, gather
+from policies.data import DemoData, gather, still_dims
 from policies.normaliser import Normaliser
-from envs.modes import ControlMode
 
 
 class _RandomBatches(Dataset):
@@ -82,7 +81,8 @@ class DemoDataModule(L.LightningDataModule):
             split: {k: v.to(device) for k, v in data.windows(eps, self.obs_horizon, self.pred_horizon).items()}
             for split, eps in (("train", self.train_episodes), ("val", self.val_episodes))
         }
-        self.hold_still = ControlMode(self.env["control_mode"]).zero_holds_still
+        self.still = still_dims(self.env, data.actions.shape[1])
+        self.still = self.still.to(device) if self.still is not None else None
 
     def num_samples(self, split: str) -> int:
         return len(self.tables[split]["obs"])
@@ -104,4 +104,4 @@ class DemoDataModule(L.LightningDataModule):
 
     def batch(self, split: str, idx: torch.Tensor) -> dict[str, torch.Tensor]:
         """The samples `idx` of `split` as a batch on the data's device."""
-        return gather(self.store, self.tables[split], idx.to(self.tables[split]["obs"].device), self.hold_still)
+        return gather(self.store, self.tables[split], idx.to(self.tables[split]["obs"].device), self.still)

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from envs.controllers import ARM_CONTROLLERS
+from envs.controllers import ARM_CONTROLLERS, gripper_action_dims
 from envs.core.pose import euler_xyz_to_quat, quat_angle, quat_mul, quat_to_euler_xyz
 from envs.modes import ArmSpace, ControlMode, Position
 from envs.robots import get_robot, robot_family, robot_uids
@@ -75,6 +75,10 @@ def test_action_space_is_maniskills(make, mode):
     arm_dims = {ArmSpace.EE_POS: 3, ArmSpace.EE_POSE: 6}.get(mode.space, 7 * (1 + (mode.sets_velocity and mode.sets_position)))
     assert base.controller.action_dim == arm_dims + 1
     assert env.action_space.shape == (N, arm_dims + 1)
+    # the layout known without an env (what padding of training chunks reads) is the built one's
+    assert ARM_CONTROLLERS[mode].width(get_robot("panda")) == base.controller.arm_dim == arm_dims
+    assert gripper_action_dims("panda", mode, arm_dims + 1) == [arm_dims]
+    assert gripper_action_dims(["panda", "panda"], mode, 2 * arm_dims + 2) == [arm_dims, 2 * arm_dims + 1]
 
 
 def test_joint_delta_steps_from_measured_qpos(make):

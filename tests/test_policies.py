@@ -17,9 +17,10 @@ import numpy as np
 import pytest
 import torch
 
+from envs.modes import ControlMode
 from policies.cli import main as cli
 from policies.config import DatasetConfig
-from policies.data import DemoData, ObsSpec, gather
+from policies.data import DemoData, ObsSpec, gather, still_dims
 from policies.evaluate import evaluate, wilson
 from policies.normaliser import Normaliser
 from policies.kinds import KINDS as REGISTRY
@@ -154,8 +155,53 @@ def test_windows_pad_at_episode_edges(state_file):
     assert table["actions"][-1].tolist() == [a0 + last - 1, a0 + last, a0 + last, a0 + last]  # past the end: the last action
     assert table["past_end"][-1].tolist() == [False, False, True, True]
     store = {"state": data.state, "actions": data.actions}
-    held = gather(store, table, torch.tensor([len(table["obs"]) - 1]), hold_still=True)["actions"][0]
+    still = still_dims({**data.env, "control_mode": "pd_joint_delta_pos"}, data.actions.shape[1])  # as if recorded in a delta mode
+    held = gather(store, table, torch.tensor([len(table["obs"]) - 1]), still)["actions"][0]
     assert torch.all(held[2:, :-1] == 0) and torch.all(held[2:, -1] == data.actions[a0 + last, -1])
+
+
+def test_chunks_past_the_end_hold_still_without_a_gripper(tmp_path):
+    """A delta-mode dataset of a gripperless robot (panda_stick, DrawTriangle-v1, pd_ee_delta_pos:
+    3 dims, all the arm's): past an episode's end every dim is zero, none repeated as a gripper's
+    would be; a robot with a gripper repeats its gripper dim; absolute modes repeat everything."""
+    from envs.controllers import ARM_CONTROLLERS
+    from envs.robots import get_robot
+
+    n, mode = 2, "pd_ee_delta_pos"
+    env = gym.make("DrawTriangle-v1", num_envs=n, obs_mode="state", control_mode=mode)
+    obs, _ = env.reset(seed=0)
+    assert env.unwrapped.controller.action_dim == env.unwrapped.controller.arm_dim == ARM_CONTROLLERS[ControlMode(mode)].width(get_robot("panda_stick"))
+    rng = np.random.default_rng(0)
+    observed, actions = [obs], []
+    for _ in range(STEPS):
+        a = torch.as_tensor(rng.uniform(-0.5, 0.5, (n, 3)), dtype=torch.float32)
+        obs, *_ = env.step(a)
+        observed.append(obs)
+        actions.append(a)
+    env.close()
+    acts = torch.stack(actions, 1)  # (n, T, 3)
+    path = tmp_path / "draw.h5"
+    meta = {"env_info": {"env_id": "DrawTriangle-v1", "max_episode_steps": 300,
+                         "env_kwargs": {"obs_mode": "state", "control_mode": mode, "robot_uids": "panda_stick"}}}
+    z = np.zeros(STEPS, bool)
+    with TrajectoryWriter(path, meta) as w:
+        for i in range(n):
+            w.add(Episode(actions=acts[i].numpy(), terminated=z, truncated=z, success=z, fail=z, env_states={}, seed=i,
+                          obs=episode_obs(observed, i)), mode)
+    data = DemoData(str(path), DatasetConfig())
+    assert data.actions.shape[1] == 3
+    still = still_dims(data.env, 3)
+    assert still.tolist() == [True, True, True]
+    assert still_dims({**data.env, "env_kwargs": {}}, 3).tolist() == [True, True, True]  # robot left out: the task's default
+    table = data.windows([0], obs_horizon=2, pred_horizon=4)
+    a0, last = data.act_start[0], STEPS - 1
+    chunk = gather({"state": data.state, "actions": data.actions}, table, torch.tensor([len(table["obs"]) - 1]), still)["actions"][0]
+    assert torch.equal(chunk[:2], data.actions[a0 + last - 1 : a0 + last + 1]) and torch.all(chunk[2:] == 0)
+    pick = {"env_id": "PickCube-v1", "env_kwargs": {}}
+    assert still_dims({**pick, "control_mode": mode}, 4).tolist() == [True, True, True, False]
+    assert still_dims({**pick, "control_mode": "pd_joint_pos"}, 8) is None
+    with pytest.raises(ValueError, match="act with 4 dims, not 3"):
+        still_dims({**pick, "control_mode": mode}, 3)
 
 
 def test_perturbed_data_chunks_correct_then_follow_the_plan(state_file, tmp_path):
@@ -174,7 +220,7 @@ def test_perturbed_data_chunks_correct_then_follow_the_plan(state_file, tmp_path
     assert torch.equal(labelled.state, plain.state)
     table = labelled.windows([0, 1], obs_horizon=2, pred_horizon=4)
     idx = torch.arange(len(table["obs"]))
-    chunk = gather({"state": labelled.state, "actions": labelled.actions, "plan": labelled.plan}, table, idx, hold_still=False)["actions"]
+    chunk = gather({"state": labelled.state, "actions": labelled.actions, "plan": labelled.plan}, table, idx, None)["actions"]
     truth = plain.actions[table["actions"]]
     assert torch.allclose(chunk[:, 1], truth[:, 1] + 0.5)  # the current step: the corrective label
     assert torch.allclose(chunk[:, [0, 2, 3]], truth[:, [0, 2, 3]] + 0.25)  # the rest: the noise-free path
@@ -201,7 +247,7 @@ def test_loss_does_not_mutate_batch(kind, obs_mode, state_file, rgb_file, tmp_pa
     data = DemoData(run.data, run.dataset)
     policy = build_policy(data.spec, run.policy).train()
     table = data.windows([0, 1], run.policy.obs_horizon, run.policy.pred_horizon)
-    batch = gather({"state": data.state, "images": data.images, "actions": data.actions}, table, torch.arange(6), False)
+    batch = gather({"state": data.state, "images": data.images, "actions": data.actions}, table, torch.arange(6), None)
     before = copy.deepcopy(batch)
     policy.loss(batch).backward()
     for k in before:
@@ -433,7 +479,7 @@ def test_aux_targets_teach_the_image_encoder(kind, rgb_file, tmp_path):
     torch.testing.assert_close(data.aux[: STEPS + 1], recorded)
     table = data.windows([0], run.policy.obs_horizon, run.policy.pred_horizon)
     store = {"state": data.state, "images": data.images, "actions": data.actions, "aux": data.aux}
-    batch = gather(store, table, torch.arange(5), False)
+    batch = gather(store, table, torch.arange(5), None)
     torch.testing.assert_close(batch["aux"], data.aux[table["obs"][:5, -1]])
 
     policy = build_policy(data.spec, run.policy).train()

@@ -562,6 +562,7 @@ def test_images_compressed_where_rendered_read_back_identical(tmp_path):
     import h5py
 
     from replay.trajectory import CompressedImages, precompress
+    from replay.trajectory.episode import image_storage
     from replay.trajectory.layout import write_tree
 
     rng = np.random.default_rng(0)
@@ -573,7 +574,7 @@ def test_images_compressed_where_rendered_read_back_identical(tmp_path):
     assert isinstance(packed["sensor_data"]["c"]["depth"], CompressedImages) and isinstance(packed["agent"]["qpos"], np.ndarray)
     for name, t in (("plain", tree), ("packed", packed)):
         with h5py.File(tmp_path / f"{name}.h5", "w") as f:
-            write_tree(f.create_group("obs"), t, compress=True)
+            write_tree(f.create_group("obs"), t, image_storage)
     with h5py.File(tmp_path / "plain.h5") as a, h5py.File(tmp_path / "packed.h5") as b:
         for path in ("sensor_data/c/rgb", "sensor_data/c/depth", "pointcloud/rgb", "pointcloud/xyzw", "agent/qpos"):
             x, y = a["obs"][path], b["obs"][path]

@@ -1,6 +1,10 @@
-"""PullCubeTool-v1: grasp the tool's handle near its end, lift it, turn it to point from the base
-through the cube and lower its hook just beyond the cube, then draw it straight back towards
-the base until the cube lies well within reach (5 cm inside the success radius)."""
+"""PullCubeTool-v1: grasp the tool's handle near its end, lift it, carry it unturned until its
+hook lies just beyond the cube, lower it, then draw it straight back along its own length until
+the cube lies well within reach (5 cm inside the success radius).
+
+The tool is never turned: it starts pointing away from the base (+x), and the cube, within 20
+degrees of that direction as seen from the base, comes within reach along it as well. A hand that
+keeps its orientation is what a position-only controller (pd_ee_delta_pos) can follow."""
 
 from __future__ import annotations
 
@@ -28,20 +32,21 @@ def _handle(env, idx) -> torch.Tensor:
 GRASP = grasp_at(_handle, lambda env, idx: torch.tensor(HANDLE_HALF).expand(len(idx), 3), axes=(1,))
 
 
-def _outward(env, idx) -> torch.Tensor:
-    """(k, 3) the horizontal unit direction from the robot's base to the cube."""
-    d = pose_of("cube")(env, idx)[:, :3] - env.agent.root_pose[idx, :3]
-    d[:, 2] = 0
-    return d / d.norm(dim=1, keepdim=True)
+def _along_tool(env, idx) -> torch.Tensor:
+    """(k, 3) the horizontal unit direction of the tool's length (its x axis), as it lies now."""
+    tool = pose_of("l_shape_tool")(env, idx)
+    x = quat_apply(tool[:, 3:], torch.tensor([1.0, 0.0, 0.0]).expand(len(idx), 3)).clone()
+    x[:, 2] = 0
+    return x / x.norm(dim=1, keepdim=True)
 
 
 def _hooked(raise_by: float):
-    """Value: the tool's pose (k, 7) pointing along the outward direction, its hook's face
-    CLEARANCE beyond the cube's farthest corner, the cube across the hook, raised by raise_by."""
+    """Value: the tool's pose (k, 7) pointing as it does now, its hook's face CLEARANCE beyond
+    the cube's farthest corner, the cube across the hook, raised by raise_by."""
 
     def value(env, idx):
         cube = pose_of("cube")(env, idx)
-        x = _outward(env, idx)
+        x = _along_tool(env, idx)
         y = torch.stack((-x[:, 1], x[:, 0], torch.zeros_like(x[:, 0])), 1)
         corners = torch.tensor([[sx, sy, 0.0] for sx in (-1, 1) for sy in (-1, 1)]) * env.cube_half_size
         reach = (quat_apply(cube[:, None, 3:].expand(-1, 4, 4), corners.expand(len(idx), 4, 3)) * x[:, None]).sum(2).amax(1)
@@ -54,13 +59,15 @@ def _hooked(raise_by: float):
 
 
 def _pulled(env, idx) -> torch.Tensor:
-    """The tool's pose (k, 7) moved straight back towards the base until the cube, pushed by the
+    """The tool's pose (k, 7) moved straight back along its length until the cube, pushed by the
     hook, would lie PULL_TO from the base (the hook first closes its clearance)."""
     tool = pose_of("l_shape_tool")(env, idx).clone()
-    cube = pose_of("cube")(env, idx)[:, :3]
-    base = env.agent.root_pose[idx, :3]
-    distance = (cube[:, :2] - base[:, :2]).norm(dim=1) - PULL_TO + CLEARANCE + 0.005
-    tool[:, :3] -= distance[:, None] * _outward(env, idx)
+    x = _along_tool(env, idx)
+    d = pose_of("cube")(env, idx)[:, :3] - env.agent.root_pose[idx, :3]
+    d[:, 2] = 0
+    ahead = (d * x).sum(1)  # |d - s x| = PULL_TO, solved for the smaller s
+    distance = ahead - (PULL_TO**2 - (d * d).sum(1) + ahead**2).clamp_min(0).sqrt() + CLEARANCE + 0.005
+    tool[:, :3] -= distance[:, None] * x
     return tool
 
 

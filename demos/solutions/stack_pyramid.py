@@ -19,6 +19,11 @@ GAP = 2 * HALF + 0.004  # cubeA's centre from cubeB's: 4 mm apart
 DROP = 0.003  # each cube is let go this far above its rest
 ABOVE = 0.05  # placements descend the last 5 cm straight down
 CUBES = ("cubeA", "cubeB", "cubeC")
+# the open fingers reach ~5 cm from the grasped cube's centre and a neighbour's corner up to 2.8 cm
+# from its own: a neighbour farther than this cannot be touched, and the grasp keeps the hand
+# nearest its rest yaw (turning less: a position-only controller, which cannot turn the hand,
+# then follows more demos)
+CLEAR_WITHIN = 0.09
 
 
 def _axis(q: torch.Tensor, k: int) -> torch.Tensor:
@@ -55,7 +60,7 @@ def _nearest_other(obj: str):
 
 def _grasp(obj: str, depth: float = 0.0):
     half = lambda env, idx: env.cube_half_sizes[idx]  # noqa: E731
-    return grasp_at(pose_of(obj), half, depth=depth, clear_of=_nearest_other(obj))
+    return grasp_at(pose_of(obj), half, depth=depth, clear_of=_nearest_other(obj), clear_within=CLEAR_WITHIN)
 
 
 def _beside_b(env, idx) -> torch.Tensor:

@@ -23,6 +23,7 @@ import torch
 
 from envs.core.agent import Agent
 from envs.modes import ControlMode
+from envs.robots.base import RobotSpec
 
 ARM_CONTROLLERS: dict[ControlMode, type[ArmController]] = {}  # filled by the subclasses' `mode=`
 
@@ -49,6 +50,12 @@ class ArmController:
         self.agent = agent
         self._raw_low = torch.from_numpy(self.raw_low)
         self._raw_high = torch.from_numpy(self.raw_high)
+
+    @classmethod
+    def width(cls, spec: RobotSpec) -> int:
+        """The arm part's action size for a robot, known without building one (the joint modes:
+        one dim per arm joint)."""
+        return len(spec.arm_joints)
 
     @property
     def raw_low(self) -> np.ndarray:

@@ -36,6 +36,10 @@ class PDEEDeltaPos(ArmController, mode=ControlMode.PD_EE_DELTA_POS):
     """pd_ee_delta_pos: [-1, 1]^3 -> [-ee_delta_pos, ee_delta_pos] m added to the measured TCP
     position; orientation held at the measured one."""
 
+    @classmethod
+    def width(cls, spec) -> int:
+        return 3
+
     def __init__(self, agent: Agent):
         super().__init__(agent)
         self.target_pose = agent.tcp_pose_root().clone()  # (N, 7) root frame: the last IK goal
@@ -84,6 +88,10 @@ class PDEEDeltaPose(PDEEDeltaPos, mode=ControlMode.PD_EE_DELTA_POSE):
     (-ee_delta_rot), as ManiSkill 3.0.1's PDEEPoseController does, so +1 turns by -0.1 rad;
     the result is read as XYZ Euler angles."""
 
+    @classmethod
+    def width(cls, spec) -> int:
+        return 6
+
     @property
     def raw_high(self) -> np.ndarray:
         s = self.agent.spec
@@ -109,6 +117,9 @@ class PDEEPose(PDEEDeltaPos, mode=ControlMode.PD_EE_POSE):
     """pd_ee_pose: absolute root-frame TCP pose, unnormalised and unclipped: position (bounds
     +-ee_pose_pos m) and XYZ Euler angles (bounds +-2 pi)."""
 
+    @classmethod
+    def width(cls, spec) -> int:
+        return 6
 
     @property
     def raw_high(self) -> np.ndarray:

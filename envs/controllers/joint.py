@@ -76,6 +76,10 @@ class PDJointPosVel(ArmController, mode=ControlMode.PD_JOINT_POS_VEL):
     ([-joint_vel, joint_vel] rad/s), unnormalised."""
 
 
+    @classmethod
+    def width(cls, spec) -> int:
+        return 2 * len(spec.arm_joints)
+
     @property
     def raw_low(self) -> np.ndarray:
         n = len(self.agent.arm)

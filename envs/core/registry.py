@@ -7,6 +7,7 @@ requested limit to the env and removes the wrapper.
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 import gymnasium as gym
@@ -55,3 +56,12 @@ def check_env_id(env_id: str) -> str:
     if f"{env_id}-v1" in TASKS:
         return f"{env_id}-v1"
     raise ValueError(f"unknown env id {env_id!r}; allowed: {', '.join(env_ids())}")
+
+
+def default_robot_uids(env_id: str) -> str | list[str]:
+    """The robot uids `gym.make(env_id)` builds without a robot_uids argument: the task's
+    registered default, else the task class's own default."""
+    registered = gym.spec(check_env_id(env_id)).kwargs.get("robot_uids")
+    if registered is not None:
+        return registered
+    return inspect.signature(TASKS[check_env_id(env_id)].__init__).parameters["robot_uids"].default

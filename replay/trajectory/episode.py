@@ -97,6 +97,20 @@ def image_storage(value: np.ndarray) -> dict[str, Any] | None:
     return {"chunks": chunks, "compression": "gzip", "compression_opts": IMAGE_GZIP_LEVEL, "shuffle": value.dtype == np.int16}
 
 
+STATE_GZIP_LEVEL = 4
+
+
+def state_storage(value: np.ndarray) -> dict[str, Any] | None:
+    """h5py dataset options for one episode's env-state array ((T + 1, D): an actor's pose and
+    velocity, an articulation's qpos ...): deflate over the shuffle filter, the whole array one
+    chunk. Most of a state is constant or slowly changing (a resting object, the drawing tasks'
+    unused ink dots), so the shuffled bytes compress 10-40x (DrawSVG-v1: 11.6 MB of states an
+    episode to 0.28 MB with the file format of `layout.open_h5`). None for an empty array."""
+    if value.ndim == 0 or value.size == 0:
+        return None
+    return {"chunks": value.shape, "compression": "gzip", "compression_opts": STATE_GZIP_LEVEL, "shuffle": True}
+
+
 @dataclass
 class CompressedImages:
     """An image array already encoded as its HDF5 chunks (the filters of `image_storage`: shuffle

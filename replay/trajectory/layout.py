@@ -13,13 +13,13 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import h5py
 import numpy as np
 
 from replay.trajectory import maniskill
-from replay.trajectory.episode import CompressedImages, Demo, Episode, TrajectoryError, image_storage
+from replay.trajectory.episode import CompressedImages, Demo, Episode, TrajectoryError, image_storage, state_storage
 
 
 # ---- names -------------------------------------------------------------------------------------------
@@ -73,10 +73,16 @@ def write_json_atomic(path: Path, data: dict) -> None:
 
 
 # ---- HDF5 ---------------------------------------------------------------------------------------------
+# Files are written in HDF5 1.10's format (read by HDF5 >= 1.10, every h5py 3): its object headers and
+# one-chunk datasets take ~0.2 KB of metadata a dataset where the oldest format takes ~3 KB, which
+# outweighs the data itself for a task with many small actors (the drawing tasks' ink dots).
+WRITE_LIBVER = ("v110", "latest")
+
+
 def open_h5(path: Path, mode: str = "r") -> h5py.File:
     """The HDF5 file; a TrajectoryError when it is locked or not HDF5. Mode "w" creates it."""
     try:
-        return h5py.File(path, mode)
+        return h5py.File(path, mode) if mode == "r" else h5py.File(path, mode, libver=WRITE_LIBVER)
     except OSError as e:
         if "lock" in str(e):
             raise TrajectoryError(f"{path}: in use by another process that writes it ({e})") from None
@@ -85,16 +91,23 @@ def open_h5(path: Path, mode: str = "r") -> h5py.File:
         raise TrajectoryError(f"{path}: not a readable HDF5 file ({e})") from None
 
 
-def write_tree(group: h5py.Group, tree: dict[str, Any], compress: bool) -> None:
+Storage = Callable[[np.ndarray], "dict[str, Any] | None"]
+
+
+def _plain(value: np.ndarray) -> None:
+    return None
+
+
+def write_tree(group: h5py.Group, tree: dict[str, Any], storage: Storage) -> None:
+    """Writes a tree of arrays, each with the dataset options `storage` gives it."""
     for key, value in tree.items():
         if isinstance(value, dict):
-            write_tree(group.create_group(key), value, compress)
+            write_tree(group.create_group(key), value, storage)
         elif isinstance(value, CompressedImages):
             value.write(group, key)
         else:
             value = np.asarray(value)
-            images = image_storage(value) if compress and value.size else None
-            group.create_dataset(key, data=value, **(images or {}))
+            group.create_dataset(key, data=value, **((storage(value) if value.size else None) or {}))
 
 
 def _read_tree(group: h5py.Group) -> dict[str, Any]:
@@ -119,9 +132,9 @@ def write_episode(f: h5py.Group, episode: Episode, entry: dict, compress: bool) 
         g.create_dataset(key, data=np.asarray(getattr(episode, key), dtype=bool))
     if episode.rewards is not None:
         g.create_dataset("rewards", data=episode.rewards.astype(np.float32))
-    write_tree(g.create_group("env_states"), episode.env_states, compress=False)
+    write_tree(g.create_group("env_states"), episode.env_states, state_storage)
     if isinstance(episode.obs, dict):
-        write_tree(g.create_group("obs"), episode.obs, compress=compress)
+        write_tree(g.create_group("obs"), episode.obs, image_storage if compress else _plain)
     elif episode.obs is not None:  # a flat obs mode (state): one (T + 1, D) dataset
         g.create_dataset("obs", data=np.asarray(episode.obs))
     else:  # obs mode none: an empty group, as ManiSkill records its empty observation dict
