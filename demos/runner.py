@@ -5,16 +5,15 @@ step together. An episode records only its own steps: no env waits for another, 
 ever restored to a saved state (a restore leaves PhysX state that moves the last bits of later
 contacts, enough to make a closed-loop correction measured in the run miss in a replay).
 
-The episodes of a batch are recorded, at its end, by replaying their actions from their initial
-states in a freshly built env (`replay.verify.record_replay`), exactly as `demos verify` and
-`replay convert` replay them: an episode counts as solved only when that replay holds success
-for the last `hold` steps.
+The run is the recording. A batch runs in a freshly built env of isolated physics, from initial
+states restored as a replay restores them, so each episode's recorded states are those a replay
+of its actions from its initial state in another fresh env reaches, bit for bit (as `demos
+verify` and `replay convert` replay them; tests/test_demos.py checks it for every solution).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable
 
 import numpy as np
 import torch
@@ -27,7 +26,6 @@ from envs.core.env import BaseEnv
 from envs.core.pose import pose_inv, pose_mul
 from envs.core.tree import stack, take, to_numpy
 from replay.trajectory import Episode
-from replay.verify import record_replay
 
 
 def _scene_kwargs(env, i: int) -> dict:
@@ -45,7 +43,6 @@ class _Recorder:
     length: int = 0  # steps taken: an env records steps 0..length-1 of its batch, then stops
     failure: str | None = None
     solved: bool = False
-    replayed: Episode | None = None  # the episode as its replay in a fresh env ran it
 
 
 class _Batch:
@@ -98,12 +95,9 @@ class Outcome:
 
 class Runner:
     def __init__(self, env: BaseEnv, solution: Solution, pool: PlannerPool, adapter: GraspAdapter, record_obs: bool,
-                 speed: float = 1.0, fresh_env: Callable[[list[Episode]], BaseEnv] | None = None, hold: int = 1):
-        """fresh_env(episodes): a newly built env with one env per episode, in which the batch's
-        episodes are recorded; None records them as the batch ran (tests of the runner alone)."""
+                 speed: float = 1.0):
+        """env: freshly built, with isolated physics (see the module's docstring)."""
         self.env = env
-        self.fresh_env = fresh_env
-        self.hold = hold
         self.speed = speed
         self.solution = solution
         self.pool = pool
@@ -220,35 +214,14 @@ class Runner:
                     if streak[i] >= stage.hold:
                         recs[i].solved = True
                         running.discard(i)
-        episodes = [batch.episode(i, r) if r.length else None for i, r in enumerate(recs)]
-        self._record_by_replay(recs, episodes)
         outcomes = []
-        for r, e in zip(recs, episodes):
+        for i, r in enumerate(recs):
             if r.failure is None and not r.solved:
                 r.failure = "never reached success"
             if r.solved and r.length > env.max_episode_steps:
                 r.solved, r.failure = False, f"solution took {r.length} steps > max_episode_steps {env.max_episode_steps}"
-            outcomes.append(Outcome(r.seed, r.replayed or e, r.solved, "success" if r.solved else r.failure))
+            outcomes.append(Outcome(r.seed, batch.episode(i, r) if r.length else None, r.solved, "success" if r.solved else r.failure))
         return outcomes
-
-    def _record_by_replay(self, recs: list[_Recorder], episodes: list[Episode | None]) -> None:
-        """Replaces the solved episodes' recordings with their replay in a fresh env; one whose
-        replay does not hold success for its last `hold` steps is not solved."""
-        if self.fresh_env is None:
-            return
-        solved = [r for r in recs if r.solved]
-        if not solved:
-            return
-        episodes = [e for r, e in zip(recs, episodes) if r.solved]
-        env = self.fresh_env(episodes)
-        try:
-            replayed = record_replay(env, episodes, self.record_obs)
-        finally:
-            env.close()
-        for r, e in zip(solved, replayed):
-            r.replayed = e
-            if not e.success[-self.hold :].all():
-                r.solved, r.failure = False, f"its replay from the initial state does not hold success for the last {self.hold} steps"
 
     def _step(self, actions: dict[int, torch.Tensor], recs: list[_Recorder], batch: _Batch) -> torch.Tensor:
         """One env step: env i takes actions[i] and records it; the others (their episodes
