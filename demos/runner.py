@@ -205,6 +205,7 @@ class Runner:
                             plan[i], step[i], streak[i] = plans[i], 0, 0
             if not running:
                 break
+            env.world.pause(sorted(set(range(n)) - running))  # episodes over: no more physics for them
             success = self._step({i: plan[i][step[i]] for i in sorted(running)}, recs, batch)
             for i in sorted(running):
                 step[i] += 1
