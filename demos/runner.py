@@ -130,12 +130,13 @@ class Runner:
         root_inv = pose_inv(agent.root_pose[idx])
         goal = pose_mul(root_inv[:, None].expand(target.shape), target)  # (k, C, 7)
         obstacles = self.solution.obstacles(env, idx)
+        # every env's boxes into its root frame at once: (M, 7) poses, M boxes of all envs
+        owner = [k for k, boxes in enumerate(obstacles) for _ in boxes]
+        flat = [b for boxes in obstacles for b in boxes]
+        posed = iter(pose_mul(root_inv[owner], torch.tensor([b.pose for b in flat])).tolist() if flat else [])
         requests = []
         for k, i in enumerate(idx.tolist()):
-            boxes = tuple(
-                Box(b.name, tuple(pose_mul(root_inv[k : k + 1], torch.tensor([b.pose]))[0].tolist()), b.half_size)
-                for b in obstacles[k]
-            )
+            boxes = tuple(Box(b.name, tuple(next(posed)), b.half_size) for b in obstacles[k])
             requests.append(
                 PlanRequest(
                     robot_uid=agent.spec.uid,
