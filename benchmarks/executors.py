@@ -4,7 +4,7 @@ the machine's speed falls on all alike. "ray" starts a local Ray for each run (i
 the time, as are the workers'); "ray2" joins a two-node cluster on this machine (`ray start --head`
 plus a second `ray start --address`, half the CPUs each), started once before the runs.
 
-    python -m benchmarks.executors [--task PickCube] [--n 2000] [--convert 500] [--rounds 2] [--workers 16]
+    python -m benchmarks.executors [--task PickCube] [--n 2000] [--convert 500] [--rounds 2] [--workers 16] [--stages convert]
 
 Prints one line per run and, per stage, the median of each executor and its share of local.
 """
@@ -39,22 +39,25 @@ def main() -> None:
     p.add_argument("--rounds", type=int, default=2)
     p.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     p.add_argument("--num-envs", type=int, default=16)
+    p.add_argument("--source", help="the file conversion reads (default: the first generation run's)")
+    p.add_argument("--stages", default="generate,convert", help="generate, convert or both; convert alone makes "
+                   "its source with one local generation run, not timed")
     args = p.parse_args()
     py = sys.executable
     rates: dict[tuple[str, str], list[float]] = {}
     os.environ.setdefault("RAY_AUTH_MODE", "disabled")  # one machine, loopback only: no cluster token to hand round
-    ray_cli = str(Path(py).with_name("ray"))
+    ray_cli = [py, "-m", "ray.scripts.scripts"]  # the `ray` command, wherever Ray is importable
     port = "6399"
     half = str(max(1, args.workers // 2))
     env_cpus = ["--num-cpus", half, "--resources", '{"render": %s}' % half, "--disable-usage-stats"]
-    subprocess.run([ray_cli, "start", "--head", "--port", port, "--include-dashboard", "false", *env_cpus], check=True,
+    subprocess.run([*ray_cli, "start", "--head", "--port", port, "--include-dashboard", "false", *env_cpus], check=True,
                    capture_output=True)
     try:
-        subprocess.run([ray_cli, "start", "--address", f"127.0.0.1:{port}", *env_cpus], check=True, capture_output=True)
+        subprocess.run([*ray_cli, "start", "--address", f"127.0.0.1:{port}", *env_cpus], check=True, capture_output=True)
         _measure(args, py, rates, f"127.0.0.1:{port}")
     finally:
-        subprocess.run([ray_cli, "stop", "--force"], capture_output=True)
-    for stage in ("generate", "convert rgbd"):
+        subprocess.run([*ray_cli, "stop", "--force"], capture_output=True)
+    for stage in [s for s in ("generate", "convert rgbd") if s.split()[0] in args.stages.split(",")]:
         local = statistics.median(rates[(stage, "local")])
         for ex in ("ray", "ray2"):
             other = statistics.median(rates[(stage, ex)])
@@ -69,20 +72,22 @@ def _measure(args, py: str, rates: dict, address: str) -> None:
         return EXECUTORS[ex] + ([address] if ex == "ray2" else [])
 
     with tempfile.TemporaryDirectory() as tmp:
-        source = Path(tmp) / "source.h5"
-        for r in range(args.rounds):
-            for ex in EXECUTORS:
+        source = Path(args.source) if args.source else Path(tmp) / "source.h5"
+        timed = "generate" in args.stages.split(",")
+        for r in range(args.rounds if timed else 0 if args.source else 1):
+            for ex in EXECUTORS if timed else ["local"]:
                 out = Path(tmp) / f"gen_{ex}_{r}.h5"
                 cmd = [py, "-m", "demos.cli", "generate", args.task, "--n", str(args.n), "--num-envs", str(args.num_envs),
                        "--workers", str(args.workers), "--out", str(out), *executor(ex)]
                 seconds, stdout = _run(cmd)
                 rate = float(re.search(r"([\d.]+) demos/s", stdout).group(1))  # from the workers' start to the last commit
-                rates.setdefault(("generate", ex), []).append(rate)
+                if timed:
+                    rates.setdefault(("generate", ex), []).append(rate)
                 print(f"generate {ex:5s} round {r}: {rate:.2f} demos/s ({seconds:.0f} s in all)", flush=True)
                 if not source.exists():
                     out.rename(source)
                     Path(str(out)[:-3] + ".json").rename(source.with_suffix(".json"))
-        for r in range(args.rounds):
+        for r in range(args.rounds if "convert" in args.stages.split(",") else 0):
             for ex in EXECUTORS:
                 out = Path(tmp) / f"conv_{ex}_{r}.h5"
                 cmd = [py, "-m", "replay.cli", "convert", str(source), "--obs-mode", "rgbd", "--count", str(args.convert),

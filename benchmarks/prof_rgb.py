@@ -13,9 +13,8 @@ import time
 
 import torch
 
-from policies.config import load_run
 from policies.data import ObsSpec
-from policies.policy import build_policy
+from policies.kinds import build_policy, load_run
 
 AMP = os.environ.get("AMP", "1") == "1"
 QUICK = os.environ.get("QUICK") == "1"

@@ -268,6 +268,7 @@ class RayPool:
     pool and stopped with it). `count` None: one worker per CPU of the cluster (per `render`
     resource for a job that renders). Results stream back in the order they finish.
 
+    Actors take tasks as soon as each is built, not when the last one is.
     An actor whose process or node is lost leaves the pool at once, and its task goes to the next
     live actor; a replacement is asked for and joins the pool when Ray has placed it and its
     handler is built (on a cluster that lost a node, maybe never)."""
@@ -309,14 +310,17 @@ class RayPool:
         self.remote = ray.remote(_Actor)
         for _ in range(max(1, count)):
             self._start()
-        try:  # the actors build their handlers in parallel; a handler that cannot be built fails here
-            ray.get(list(self.starting))
+        # The actors build their handlers in parallel and each takes tasks once it is built: Ray
+        # places and starts them over seconds, and the first need not wait for the last. The first
+        # one built proves the handler can be built; one that cannot fails here.
+        [ref], _ = ray.wait(list(self.starting), num_returns=1)
+        i, actor = self.starting.pop(ref)
+        try:
+            ray.get(ref)
         except ray.exceptions.RayActorError as e:
             self.close()
             raise WorkerError(f"a worker failed to start: {e}") from None
-        for _, (i, actor) in self.starting.items():
-            self.actors[i] = actor
-        self.starting = {}
+        self.actors[i] = actor
 
     def _start(self) -> None:
         actor = self.remote.options(**self.options).remote(self.job)
@@ -329,7 +333,9 @@ class RayPool:
 
     @property
     def idle(self) -> int:
-        return len(self.actors) - len(self.busy) - len(self.queue)
+        """Tasks `submit` can take now; an actor still starting counts: its task waits for it
+        (or for the first actor that is free)."""
+        return len(self.actors) + len(self.starting) - len(self.busy) - len(self.queue)
 
     def submit(self, key, task) -> None:
         self.queue.append((key, task, 0))

@@ -22,51 +22,46 @@ import tyro
 
 from envs.cli import Command, parse
 from envs.cli import main as run_cli
-from policies.config import RUNS, load_run
+from policies.config import Rollouts
+from policies.kinds import KINDS, load_run
 
-TRAIN_USAGE = f"""usage: policies train {{{','.join(RUNS)}}} --data FILE.h5 [--config FILE.yaml] [--section.key VALUE ...]
+TRAIN_USAGE = f"""usage: policies train {{{','.join(KINDS)}}} --data FILE.h5 [--config FILE.yaml] [--section.key VALUE ...]
 
 Train a policy. --config (a YAML file under configs/) sets the config's defaults; the options
 after it override them. `policies train KIND --help` lists every field of KIND's config with its
 default (those after --config when given)."""
 
 
-@dataclass
-class EvalArgs:
+@dataclass(kw_only=True)
+class EvalArgs(Rollouts):
     checkpoint: Annotated[str, tyro.conf.Positional, tyro.conf.arg(metavar="CHECKPOINT")]
     """checkpoint written by `policies train` (best.ckpt or last.ckpt)"""
+    # the rollouts' settings with this command's defaults (their help is written in Rollouts)
     episodes: int = 100
-    """episodes (seeds seed, seed + 1, ...)"""
     num_envs: int = 16
-    """envs simulated together"""
-    num_workers: int = 1
-    """env worker processes"""
     seed: int = 200_000
-    """first seed"""
-    max_episode_steps: int = 0
-    """episode length (0: the one the policy was trained for)"""
+    video: Annotated[str, tyro.conf.arg(metavar="DIR", help_behavior_hint="(default: no videos)")] = ""
     action_horizon: int = 0
     """actions executed from each predicted chunk before predicting again (0: the checkpoint's;
     at most pred_horizon - obs_horizon + 1); fewer react sooner, more act smoother"""
-    video: Annotated[str | None, tyro.conf.arg(metavar="DIR", help_behavior_hint="(default: no videos)")] = None
-    """folder for tiled mp4 videos"""
     device: str = "auto"
     """torch device of the policy: auto (cuda when available), cpu, cuda, cuda:1, ..."""
     json: Annotated[str | None, tyro.conf.arg(metavar="PATH", help_behavior_hint="(default: none)")] = None
     """also write the results to this JSON file"""
     executor: str = "local"
-    """local (this process and its num_workers env processes) or ray (Ray actors, each with an env of
+    """local (this process and its env worker processes) or ray (Ray actors, each with an env of
     num_envs and its copy of the policy; pip install -e ".[ray]")"""
     address: Annotated[str | None, tyro.conf.arg(metavar="ADDR", help_behavior_hint="(default: a local Ray started for the run)")] = None
     """the Ray cluster to join, e.g. HEAD:6379"""
-    workers: Annotated[int | None, tyro.conf.arg(metavar="INT", help_behavior_hint="(default: one per CPU of the cluster, per render slot for camera policies)")] = None
-    """Ray actors"""
+    workers: Annotated[int | None, tyro.conf.arg(metavar="INT", help_behavior_hint="(default: 1; with --executor ray, one per CPU of the cluster, per render slot for camera policies)")] = None
+    """workers: env worker processes (envs.parallel), or Ray actors with --executor ray"""
 
     def __post_init__(self) -> None:
         if not Path(self.checkpoint).is_file():
             raise ValueError(f"{self.checkpoint}: no such file")
-        if self.episodes <= 0 or self.num_envs <= 0 or self.num_workers <= 0:
-            raise ValueError("--episodes, --num-envs and --num-workers must be > 0")
+        super().__post_init__()
+        if self.episodes == 0:
+            raise ValueError("--episodes must be > 0")
         if self.action_horizon < 0:
             raise ValueError(f"--action-horizon must be >= 0, got {self.action_horizon}")
         if self.workers is not None and self.workers < 1:
@@ -81,7 +76,7 @@ def _train(argv: list[str]) -> int:
         print(TRAIN_USAGE)
         return 0
     if not argv or argv[0].startswith("-"):
-        raise ValueError(f"policies train: a policy is required: {', '.join(RUNS)} (see policies train --help)")
+        raise ValueError(f"policies train: a policy is required: {', '.join(KINDS)} (see policies train --help)")
     kind, rest = argv[0], argv[1:]
     config = None
     if "--config" in rest:
@@ -117,10 +112,10 @@ def _eval(args: EvalArgs) -> int:
     policy, module = load_policy(args.checkpoint, device)
     if args.action_horizon:  # the policy config validates it against the checkpoint's horizons
         policy.cfg = dataclasses.replace(policy.cfg, action_horizon=args.action_horizon)
-    result = evaluate(policy, module.env, args.episodes, args.num_envs, args.num_workers, args.seed,
-                      args.max_episode_steps, args.video, args.executor, args.address, args.workers)
+    result = evaluate(policy, module.env, args.episodes, args.num_envs, args.workers, args.seed,
+                      args.max_episode_steps, args.video, args.executor, args.address)
     result.update(checkpoint=args.checkpoint, env_id=module.env["env_id"], obs_mode=module.spec.obs_mode,
-                  control_mode=module.env["control_mode"], policy=module.run_cfg.kind.value,
+                  control_mode=module.env["control_mode"], policy=module.run_cfg.kind,
                   action_horizon=policy.cfg.action_horizon)
     print(summary(result))
     if args.json:
@@ -190,8 +185,8 @@ def _recipe(argv: list[str]) -> int:
 
 
 COMMANDS = {
-    "train": Command("train a policy (" + ", ".join(RUNS) + ") on demonstrations", _train),
-    "eval": Command("evaluate a checkpoint in the batched simulator", _eval, EvalArgs),
+    "train": Command("train a policy (" + ", ".join(KINDS) + ") on demonstrations", _train),
+    "eval": Command("evaluate a checkpoint in the batched simulator", _eval, EvalArgs, {"--num-workers": "--workers"}),
     "recipe": Command("build a recipe's dataset (build), or build it and train and evaluate (run)", _recipe),
 }
 

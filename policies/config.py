@@ -1,15 +1,15 @@
 """Training and evaluation configs: dataclasses that validate themselves.
 
-A run is `BCRun`, `DiffusionRun` or `ACTRun` (sections `dataset`, `policy`, `train`, `eval`). The YAML files
-in configs/ hold the same sections; `load_run` merges one over the defaults and rejects unknown
+A run is a `RunConfig` with sections `dataset`, `policy`, `train`, `eval`; each policy kind
+(policies/kinds/) subclasses it with its own `PolicyConfig`. The YAML files in configs/ hold the
+same sections; `policies.kinds.load_run` merges one over the kind's defaults and rejects unknown
 keys, and the CLI (tyro) is generated from these classes, so `--help` shows every field with the
-comment written under it here.
+comment written under it.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import enum
 import types
 import typing
 from dataclasses import dataclass, field
@@ -17,21 +17,20 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import tyro
-import yaml
 
 from envs.modes import ObsMode
 
 POLICY_OBS_MODES = (ObsMode.STATE, ObsMode.STATE_DICT, ObsMode.RGB, ObsMode.RGBD)
 
 
-def _check(cond: bool, message: str) -> None:
+def check(cond: bool, message: str) -> None:
     if not cond:
         raise ValueError(message)
 
 
-def _positive(obj: Any, *names: str) -> None:
+def positive(obj: Any, *names: str) -> None:
     for name in names:
-        _check(getattr(obj, name) > 0, f"{name} must be > 0, got {getattr(obj, name)}")
+        check(getattr(obj, name) > 0, f"{name} must be > 0, got {getattr(obj, name)}")
 
 
 IMAGE_ENCODERS = ("cnn", "resnet18")  # policies/models/encoders.py builds them
@@ -69,12 +68,12 @@ class DatasetConfig:
 
     def __post_init__(self) -> None:
         allowed = ", ".join(m.value for m in POLICY_OBS_MODES)
-        _check(self.obs_mode in {m.value for m in POLICY_OBS_MODES}, f"dataset.obs_mode {self.obs_mode!r}; allowed: {allowed}")
-        _check(0.0 <= self.val_fraction < 1.0, f"dataset.val_fraction must be in [0, 1), got {self.val_fraction}")
-        _check(self.max_episodes >= 0, f"dataset.max_episodes must be >= 0, got {self.max_episodes}")
-        _positive(self, "depth_scale_mm")
+        check(self.obs_mode in {m.value for m in POLICY_OBS_MODES}, f"dataset.obs_mode {self.obs_mode!r}; allowed: {allowed}")
+        check(0.0 <= self.val_fraction < 1.0, f"dataset.val_fraction must be in [0, 1), got {self.val_fraction}")
+        check(self.max_episodes >= 0, f"dataset.max_episodes must be >= 0, got {self.max_episodes}")
+        positive(self, "depth_scale_mm")
         unknown = [d for d in self.derived if d not in DERIVED_INPUTS]
-        _check(not unknown, f"dataset.derived {unknown}; allowed: {', '.join(DERIVED_INPUTS)}")
+        check(not unknown, f"dataset.derived {unknown}; allowed: {', '.join(DERIVED_INPUTS)}")
 
     @property
     def mode(self) -> ObsMode:
@@ -116,122 +115,20 @@ class PolicyConfig:
     """weight of the auxiliary loss on dataset.aux_keys (image modes)"""
 
     def __post_init__(self) -> None:
-        _check(self.aux_weight >= 0, f"policy.aux_weight must be >= 0, got {self.aux_weight}")
-        _positive(self, "obs_horizon", "pred_horizon", "action_horizon", "image_features", "lr")
-        _check(self.image_shift >= 0, f"policy.image_shift must be >= 0, got {self.image_shift}")
-        _check(0.0 <= self.image_crop < 0.5, f"policy.image_crop must be in [0, 0.5), got {self.image_crop}")
-        _check(self.image_encoder in IMAGE_ENCODERS,
-               f"policy.image_encoder {self.image_encoder!r}; allowed: {', '.join(IMAGE_ENCODERS)}")
-        _positive(self, "image_keypoints")
-        _check(self.state_noise >= 0, f"policy.state_noise must be >= 0, got {self.state_noise}")
-        _check(self.warmup_steps >= 0, f"policy.warmup_steps must be >= 0, got {self.warmup_steps}")
-        _check(
+        check(self.aux_weight >= 0, f"policy.aux_weight must be >= 0, got {self.aux_weight}")
+        positive(self, "obs_horizon", "pred_horizon", "action_horizon", "image_features", "lr")
+        check(self.image_shift >= 0, f"policy.image_shift must be >= 0, got {self.image_shift}")
+        check(0.0 <= self.image_crop < 0.5, f"policy.image_crop must be in [0, 0.5), got {self.image_crop}")
+        check(self.image_encoder in IMAGE_ENCODERS,
+              f"policy.image_encoder {self.image_encoder!r}; allowed: {', '.join(IMAGE_ENCODERS)}")
+        positive(self, "image_keypoints")
+        check(self.state_noise >= 0, f"policy.state_noise must be >= 0, got {self.state_noise}")
+        check(self.warmup_steps >= 0, f"policy.warmup_steps must be >= 0, got {self.warmup_steps}")
+        check(
             self.action_horizon <= self.pred_horizon - self.obs_horizon + 1,
             f"policy.action_horizon ({self.action_horizon}) must be <= pred_horizon - obs_horizon + 1 "
             f"({self.pred_horizon - self.obs_horizon + 1}): the executed actions start at the current step",
         )
-
-
-@dataclass
-class BCConfig(PolicyConfig):
-    obs_horizon: int = 1
-    """observations stacked as the policy's input (the current one and those before it)"""
-    pred_horizon: int = 1
-    """actions predicted at once (starting at the oldest observation of the history)"""
-    action_horizon: int = 1
-    """actions of a prediction executed before predicting again"""
-    hidden: tuple[int, ...] = (512, 512, 512)
-    """MLP hidden layer widths"""
-    dropout: float = 0.0
-    """dropout after each hidden layer"""
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        _check(len(self.hidden) > 0 and min(self.hidden) > 0, f"policy.hidden must be positive widths, got {self.hidden}")
-        _check(0.0 <= self.dropout < 1.0, f"policy.dropout must be in [0, 1), got {self.dropout}")
-
-
-@dataclass
-class DiffusionConfig(PolicyConfig):
-    unet_dims: tuple[int, ...] = (128, 256, 512)
-    """channels of the 1-D UNet's levels (each after the first halves the sequence length)"""
-    kernel_size: int = 5
-    """1-D convolution kernel size"""
-    groups: int = 8
-    """GroupNorm groups"""
-    step_embed: int = 128
-    """diffusion-step embedding size"""
-    train_steps: int = 100
-    """DDPM noise steps in training"""
-    inference_steps: int = 10
-    """DDIM denoising steps when acting"""
-    beta_schedule: str = "cosine"
-    """noise schedule: cosine or linear"""
-    ema_decay: float = 0.999
-    """EMA decay of the weights used for evaluation (0: no EMA)"""
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        _positive(self, "kernel_size", "groups", "step_embed", "train_steps", "inference_steps")
-        _check(len(self.unet_dims) > 0 and min(self.unet_dims) > 0, f"policy.unet_dims must be positive, got {self.unet_dims}")
-        bad = [d for d in self.unet_dims if d % self.groups]
-        _check(not bad, f"policy.unet_dims must be multiples of policy.groups ({self.groups}): {bad}")
-        _check(self.inference_steps <= self.train_steps, "policy.inference_steps must be <= policy.train_steps")
-        _check(self.beta_schedule in ("cosine", "linear"), f"policy.beta_schedule {self.beta_schedule!r}; allowed: cosine, linear")
-        _check(0.0 <= self.ema_decay < 1.0, f"policy.ema_decay must be in [0, 1), got {self.ema_decay}")
-        levels = 2 ** (len(self.unet_dims) - 1)
-        _check(self.pred_horizon % levels == 0, f"policy.pred_horizon ({self.pred_horizon}) must be a multiple of {levels} for {len(self.unet_dims)} UNet levels")
-        _check(self.kernel_size % 2 == 1, f"policy.kernel_size must be odd, got {self.kernel_size}")
-
-
-@dataclass
-class ACTConfig(PolicyConfig):
-    obs_horizon: int = 1
-    """observations stacked as the policy's input (the current one and those before it)"""
-    pred_horizon: int = 30
-    """actions predicted at once: ACT's chunk size k"""
-    action_horizon: int = 1
-    """steps between predictions; with temporal_ensemble every prediction's action for the current
-    step is averaged, so 1 (a chunk every step) is ACT's own setting"""
-    temporal_ensemble: bool = True
-    """act with the weighted average of every chunk's action for the current step (ACT's temporal
-    ensembling), weights exp(-ensemble_decay * i) with i = 0 the oldest chunk; off: execute
-    action_horizon actions of each chunk as the other policies do"""
-    ensemble_decay: float = 0.01
-    """m of the ensembling weights exp(-m * i): larger trusts the older chunks more"""
-    hidden: int = 512
-    """transformer width"""
-    heads: int = 8
-    """attention heads"""
-    feedforward: int = 1600
-    """transformer feed-forward width"""
-    enc_layers: int = 4
-    """layers of the decoder's transformer encoder (over the latent, state and camera tokens)"""
-    dec_layers: int = 7
-    """layers of the transformer decoder (chunk queries)"""
-    cvae_layers: int = 4
-    """layers of the CVAE encoder (training only)"""
-    latent_dim: int = 32
-    """size of the CVAE's style latent z"""
-    kl_weight: float = 10.0
-    """weight of the KL term (the reconstruction term is L1 on normalised actions)"""
-    dropout: float = 0.1
-    """transformer dropout"""
-    sample_latent: bool = False
-    """acting: draw z from the prior N(0, I) (seeded by the evaluation seed) instead of its mean 0"""
-    ema_decay: float = 0.999
-    """EMA decay of the weights used for evaluation (0: no EMA)"""
-    lr: float = 1e-4
-    """peak learning rate (AdamW; linear warm-up, then cosine decay to 0 at train.max_steps)"""
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        _positive(self, "hidden", "heads", "feedforward", "enc_layers", "dec_layers", "cvae_layers", "latent_dim")
-        _check(self.hidden % self.heads == 0, f"policy.hidden ({self.hidden}) must be a multiple of policy.heads ({self.heads})")
-        _check(self.ensemble_decay >= 0, f"policy.ensemble_decay must be >= 0, got {self.ensemble_decay}")
-        _check(self.kl_weight >= 0, f"policy.kl_weight must be >= 0, got {self.kl_weight}")
-        _check(0.0 <= self.dropout < 1.0, f"policy.dropout must be in [0, 1), got {self.dropout}")
-        _check(0.0 <= self.ema_decay < 1.0, f"policy.ema_decay must be in [0, 1), got {self.ema_decay}")
 
 
 @dataclass
@@ -269,40 +166,48 @@ class TrainConfig:
     """show a progress bar"""
 
     def __post_init__(self) -> None:
-        _positive(self, "max_steps", "batch_size", "val_every", "val_batches", "devices", "num_nodes")
-        _check(self.max_minutes >= 0, f"train.max_minutes must be >= 0, got {self.max_minutes}")
+        positive(self, "max_steps", "batch_size", "val_every", "val_batches", "devices", "num_nodes")
+        check(self.max_minutes >= 0, f"train.max_minutes must be >= 0, got {self.max_minutes}")
         precisions = ("auto", "32-true", "bf16-mixed", "16-mixed", "64-true")
-        _check(self.precision in precisions, f"train.precision {self.precision!r}; allowed: {', '.join(precisions)}")
+        check(self.precision in precisions, f"train.precision {self.precision!r}; allowed: {', '.join(precisions)}")
 
 
 @dataclass
-class EvalConfig:
+class Rollouts:
+    """Evaluation episodes in the batched simulator: what `policies eval` takes as flags and a
+    training run as its `eval` section (each with its own defaults)."""
+
     episodes: int = 50
-    """evaluation episodes (seeds seed, seed + 1, ...); 0 disables rollouts during training"""
+    """evaluation episodes (seeds seed, seed + 1, ...)"""
     num_envs: int = 25
     """envs simulated together"""
-    num_workers: int = 1
-    """env worker processes (envs.parallel)"""
     seed: int = 100_000
     """first evaluation seed (far from the demos' seeds)"""
     max_episode_steps: int = 0
-    """episode length (0: the env's own)"""
+    """episode length (0: the one the policy was trained for)"""
     video: str = ""
     """folder for tiled mp4 videos of the rollouts (empty: none)"""
+
+    def __post_init__(self) -> None:
+        positive(self, "num_envs")
+        check(self.episodes >= 0, f"episodes must be >= 0, got {self.episodes}")
+        check(self.max_episode_steps >= 0, f"max_episode_steps must be >= 0, got {self.max_episode_steps}")
+
+
+@dataclass
+class EvalConfig(Rollouts):
+    """Rollouts every train.val_every steps (episodes 0: none) and of the best checkpoint after training."""
+
+    num_workers: int = 1
+    """env worker processes (envs.parallel)"""
     final_episodes: int = 100
     """episodes of the evaluation of the best checkpoint after training (0: none)"""
 
     def __post_init__(self) -> None:
-        _positive(self, "num_envs", "num_workers")
-        _check(self.episodes >= 0 and self.final_episodes >= 0, "eval.episodes and eval.final_episodes must be >= 0")
-        _check(self.num_workers <= self.num_envs, "eval.num_workers must be <= eval.num_envs")
-        _check(self.max_episode_steps >= 0, "eval.max_episode_steps must be >= 0")
-
-
-class PolicyKind(enum.Enum):
-    BC = "bc"
-    DIFFUSION = "diffusion"
-    ACT = "act"
+        super().__post_init__()
+        positive(self, "num_workers")
+        check(self.final_episodes >= 0, f"eval.final_episodes must be >= 0, got {self.final_episodes}")
+        check(self.num_workers <= self.num_envs, "eval.num_workers must be <= eval.num_envs")
 
 
 @dataclass
@@ -314,37 +219,17 @@ class RunConfig:
     train: TrainConfig = field(default_factory=TrainConfig)
     eval: EvalConfig = field(default_factory=EvalConfig)
 
-    kind: typing.ClassVar[PolicyKind]
+    kind: typing.ClassVar[str]
+    """the policy kind's name (`policies train KIND`, stored in checkpoints)"""
 
     def __post_init__(self) -> None:
-        _check(bool(self.data), "--data FILE.h5 is required")
-        _check(Path(self.data).is_file(), f"--data {self.data}: no such file")
-        _check(self.dataset.val_fraction > 0 or self.eval.episodes > 0,
-               "dataset.val_fraction 0 leaves no validation loss to choose the best checkpoint by: keep eval.episodes > 0")
+        check(bool(self.data), "--data FILE.h5 is required")
+        check(Path(self.data).is_file(), f"--data {self.data}: no such file")
+        check(self.dataset.val_fraction > 0 or self.eval.episodes > 0,
+              "dataset.val_fraction 0 leaves no validation loss to choose the best checkpoint by: keep eval.episodes > 0")
 
     def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind.value, **dataclasses.asdict(self)}
-
-
-@dataclass
-class BCRun(RunConfig):
-    policy: BCConfig = field(default_factory=BCConfig)
-    kind: typing.ClassVar[PolicyKind] = PolicyKind.BC
-
-
-@dataclass
-class DiffusionRun(RunConfig):
-    policy: DiffusionConfig = field(default_factory=DiffusionConfig)
-    kind: typing.ClassVar[PolicyKind] = PolicyKind.DIFFUSION
-
-
-@dataclass
-class ACTRun(RunConfig):
-    policy: ACTConfig = field(default_factory=ACTConfig)
-    kind: typing.ClassVar[PolicyKind] = PolicyKind.ACT
-
-
-RUNS: dict[str, type[RunConfig]] = {k.kind.value: k for k in (BCRun, DiffusionRun, ACTRun)}
+        return {"kind": self.kind, **dataclasses.asdict(self)}
 
 
 def _coerce(tp: Any, value: Any, where: str) -> Any:
@@ -353,7 +238,7 @@ def _coerce(tp: Any, value: Any, where: str) -> Any:
     if dataclasses.is_dataclass(tp):
         return from_dict(tp, value, where)
     if origin is tuple:
-        _check(isinstance(value, (list, tuple)), f"{where}: expected a list, got {value!r}")
+        check(isinstance(value, (list, tuple)), f"{where}: expected a list, got {value!r}")
         (inner, *_) = typing.get_args(tp)
         return tuple(_coerce(inner, v, where) for v in value)
     if origin in (typing.Union, types.UnionType):
@@ -363,13 +248,13 @@ def _coerce(tp: Any, value: Any, where: str) -> Any:
     if tp is float and isinstance(value, int) and not isinstance(value, bool):
         return float(value)
     if tp in (int, float, str, bool):
-        _check(isinstance(value, tp) and not (tp is int and isinstance(value, bool)), f"{where}: expected {tp.__name__}, got {value!r}")
+        check(isinstance(value, tp) and not (tp is int and isinstance(value, bool)), f"{where}: expected {tp.__name__}, got {value!r}")
     return value
 
 
 def from_dict(cls: type, data: Any, where: str = "") -> Any:
     """A dataclass from a nested dict; unknown keys and wrong types raise one ValueError."""
-    _check(isinstance(data, dict), f"{where or 'config'}: expected a mapping, got {data!r}")
+    check(isinstance(data, dict), f"{where or 'config'}: expected a mapping, got {data!r}")
     hints = typing.get_type_hints(cls)
     fields = {f.name for f in dataclasses.fields(cls) if f.init}
     unknown = sorted(set(data) - fields)
@@ -385,28 +270,6 @@ def merge_sections(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]
     for k, v in over.items():
         out[k] = merge_sections(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
     return out
-
-
-def load_run(kind: str, config_file: str | Path | None = None, data: str = "",
-             overrides: dict[str, Any] | None = None) -> RunConfig:
-    """Defaults of `kind`, overlaid with a YAML file's sections, then with `overrides` (the same
-    sections; no validation of `data` yet)."""
-    _check(kind in RUNS, f"unknown policy {kind!r}; allowed: {', '.join(RUNS)}")
-    cls = RUNS[kind]
-    raw: dict[str, Any] = {}
-    if config_file:
-        path = Path(config_file)
-        _check(path.is_file(), f"--config {path}: no such file")
-        raw = yaml.safe_load(path.read_text()) or {}
-        _check(isinstance(raw, dict), f"{path}: expected a mapping of sections")
-        file_kind = raw.pop("kind", kind)
-        _check(file_kind == kind, f"{path} is a {file_kind} config; use `policies train {file_kind}`")
-    if overrides:
-        _check(isinstance(overrides, dict), f"run settings: expected a mapping of sections, got {overrides!r}")
-        raw = merge_sections(raw, overrides)
-    if data:
-        raw["data"] = data
-    return from_dict_lenient_data(cls, raw)
 
 
 def from_dict_lenient_data(cls: type[RunConfig], raw: dict[str, Any]) -> RunConfig:
@@ -425,11 +288,3 @@ def from_dict_lenient_data(cls: type[RunConfig], raw: dict[str, Any]) -> RunConf
         setattr(run, f.name, value)
     run.data = data
     return run
-
-
-def run_from_dict(d: dict[str, Any]) -> RunConfig:
-    """Rebuild a run config saved with `to_dict` (in a checkpoint or a run folder)."""
-    d = dict(d)
-    kind = d.pop("kind")
-    _check(kind in RUNS, f"unknown policy {kind!r}")
-    return from_dict_lenient_data(RUNS[kind], d)

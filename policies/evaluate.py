@@ -99,22 +99,22 @@ class EvalJob:
         return lambda first: _rollout(policy, sim, [first + i for i in range(self.num_envs)])
 
 
-def evaluate(policy: Policy, env: dict[str, Any], episodes: int, num_envs: int, num_workers: int = 1, seed: int = 100_000,
+def evaluate(policy: Policy, env: dict[str, Any], episodes: int, num_envs: int, workers: int | None = 1, seed: int = 100_000,
              max_episode_steps: int = 0, video_dir: str | Path | None = None, executor: str = "local",
-             address: str | None = None, workers: int | None = None) -> dict[str, Any]:
+             address: str | None = None) -> dict[str, Any]:
     """Success rates, their intervals, mean episode length over `episodes` seeds seed, seed + 1, ...
-    In this process (`num_workers` env processes), or with `executor` ray on `workers` Ray actors,
-    each with an env of `num_envs` and its copy of the policy, batches of seeds spread over them."""
+    In this process with `workers` env processes (None: 1), or with `executor` ray on `workers` Ray
+    actors (None: the pool's default), each with an env of `num_envs` and its copy of the policy,
+    batches of seeds spread over them."""
     kind = parse_executor(executor, address)
     num_envs = min(num_envs, episodes)
-    num_workers = min(num_workers, num_envs)
     start = time.monotonic()
     firsts = list(range(seed, seed + episodes, num_envs))
     was_training = policy.training
     policy.eval()
     try:
         if kind is Executor.LOCAL:
-            sim = make_eval_env(env, policy.spec, num_envs, num_workers, max_episode_steps, video_dir)
+            sim = make_eval_env(env, policy.spec, num_envs, min(workers or 1, num_envs), max_episode_steps, video_dir)
             try:
                 batches = [_rollout(policy, sim, [first + i for i in range(num_envs)]) for first in firsts]
             finally:

@@ -12,9 +12,10 @@ from typing import Any
 import lightning as L
 import torch
 
-from policies.config import RunConfig, run_from_dict
+from policies.config import RunConfig
 from policies.data import ObsSpec
-from policies.policy import Policy, build_policy
+from policies.kinds import build_policy, run_from_dict
+from policies.policy import Policy
 
 
 class PolicyModule(L.LightningModule):

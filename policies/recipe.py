@@ -31,7 +31,8 @@ from typing import Any
 
 import yaml
 
-from policies.config import RUNS, RunConfig, _check, from_dict, load_run
+from policies.config import RunConfig, check, from_dict
+from policies.kinds import KINDS, load_run
 
 ROOT = Path(__file__).resolve().parents[1]  # a recipe's config path is relative to the project
 
@@ -59,10 +60,10 @@ class DemoSettings:
     """generation workers"""
 
     def __post_init__(self) -> None:
-        _check(self.n > 0 and self.hold > 0 and self.num_envs > 0 and self.workers > 0,
-               "demos.n, demos.hold, demos.num_envs and demos.workers must be > 0")
-        _check(0 < self.speed <= 1, f"demos.speed must be in (0, 1], got {self.speed}")
-        _check(self.seed >= 0 and self.max_episode_steps >= 0, "demos.seed and demos.max_episode_steps must be >= 0")
+        check(self.n > 0 and self.hold > 0 and self.num_envs > 0 and self.workers > 0,
+              "demos.n, demos.hold, demos.num_envs and demos.workers must be > 0")
+        check(0 < self.speed <= 1, f"demos.speed must be in (0, 1], got {self.speed}")
+        check(self.seed >= 0 and self.max_episode_steps >= 0, "demos.seed and demos.max_episode_steps must be >= 0")
 
 
 @dataclass
@@ -79,8 +80,8 @@ class ConversionSettings:
     """conversion workers per conversion"""
 
     def __post_init__(self) -> None:
-        _check((self.cam_width > 0) == (self.cam_height > 0), "conversion.cam_width and cam_height go together")
-        _check(self.workers > 0, "conversion.workers must be > 0")
+        check((self.cam_width > 0) == (self.cam_height > 0), "conversion.cam_width and cam_height go together")
+        check(self.workers > 0, "conversion.workers must be > 0")
 
 
 @dataclass
@@ -91,8 +92,8 @@ class PerturbSettings:
     """one perturbed copy per noise seed (empty: the clean conversion alone)"""
 
     def __post_init__(self) -> None:
-        _check(self.noise > 0, f"perturbed.noise must be > 0, got {self.noise}")
-        _check(len(set(self.seeds)) == len(self.seeds), f"perturbed.seeds repeat: {list(self.seeds)}")
+        check(self.noise > 0, f"perturbed.noise must be > 0, got {self.noise}")
+        check(len(set(self.seeds)) == len(self.seeds), f"perturbed.seeds repeat: {list(self.seeds)}")
 
 
 @dataclass
@@ -118,9 +119,9 @@ class Recipe:
     """the recipe's file (set when loaded)"""
 
     def __post_init__(self) -> None:
-        _check(bool(self.task), "task is required (an env id such as PickCube-v1)")
-        _check(self.policy in RUNS, f"policy {self.policy!r}; allowed: {', '.join(RUNS)}")
-        _check(not self.config or self.config_path.is_file(), f"config {self.config}: no such file")
+        check(bool(self.task), "task is required (an env id such as PickCube-v1)")
+        check(self.policy in KINDS, f"policy {self.policy!r}; allowed: {', '.join(KINDS)}")
+        check(not self.config or self.config_path.is_file(), f"config {self.config}: no such file")
 
     @property
     def config_path(self) -> Path:
@@ -135,11 +136,11 @@ class Recipe:
 def load_recipe(path: str | Path) -> Recipe:
     """A recipe from its YAML file; every key and value checked (one ValueError)."""
     path = Path(path)
-    _check(path.is_file(), f"{path}: no such recipe")
+    check(path.is_file(), f"{path}: no such recipe")
     raw = yaml.safe_load(path.read_text()) or {}
-    _check(isinstance(raw, dict), f"{path}: expected a mapping")
+    check(isinstance(raw, dict), f"{path}: expected a mapping")
     raw.setdefault("name", path.stem)
-    _check("file" not in raw, f"{path}: `file` is set from where the recipe is read")
+    check("file" not in raw, f"{path}: `file` is set from where the recipe is read")
     raw["file"] = str(path)
     try:
         recipe = from_dict(Recipe, raw)
@@ -297,7 +298,7 @@ def check_seeds(data: Path, raw: Path, run: RunConfig) -> None:
     e = run.eval
     ranges = [range(e.seed, e.seed + e.episodes), range(e.seed + FINAL_SEED_OFFSET, e.seed + FINAL_SEED_OFFSET + e.final_episodes)]
     clash = sorted(s for r in ranges for s in r if s in demo_seeds)
-    _check(not clash, f"evaluation seeds {clash[:5]}{'...' if len(clash) > 5 else ''} are demo seeds: "
+    check(not clash, f"evaluation seeds {clash[:5]}{'...' if len(clash) > 5 else ''} are demo seeds: "
                       "move eval.seed or demos.seed apart")
 
 

@@ -71,7 +71,7 @@ def _quiet_lightning():
 
 
 def run_dir(run: RunConfig, env_id: str) -> Path:
-    name = run.train.name or f"{run.kind.value}_{run.dataset.obs_mode}_{env_id.split('-')[0]}"
+    name = run.train.name or f"{run.kind}_{run.dataset.obs_mode}_{env_id.split('-')[0]}"
     return Path(run.train.out) / name
 
 
@@ -142,7 +142,7 @@ def train(run: RunConfig, callbacks: Sequence[L.Callback] = ()) -> dict[str, Any
     if not trainer.is_global_zero:
         return {}
     minutes = (time.monotonic() - start) / 60
-    results: dict[str, Any] = {"run": str(out), "env_id": env["env_id"], "policy": run.kind.value, "obs_mode": spec.obs_mode,
+    results: dict[str, Any] = {"run": str(out), "env_id": env["env_id"], "policy": run.kind, "obs_mode": spec.obs_mode,
                                "control_mode": env["control_mode"], "steps": trainer.global_step,
                                "train_minutes": round(minutes, 2), "eval_history": eval_cb.history}
     chosen = best.best_model_path or str(last)
@@ -154,5 +154,5 @@ def train(run: RunConfig, callbacks: Sequence[L.Callback] = ()) -> dict[str, Any
         results["final"] = final
         rank_zero_info(f"final ({Path(chosen).name}): {summary(final)}")
     (out / "results.json").write_text(json.dumps(results, indent=1))
-    plot_curves(out, out / "curves.png", title=f"{run.kind.value} {spec.obs_mode} {env['env_id']}")
+    plot_curves(out, out / "curves.png", title=f"{run.kind} {spec.obs_mode} {env['env_id']}")
     return results

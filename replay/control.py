@@ -18,6 +18,10 @@ mode, with no env and no state of their own:
     joint_pos_vel_action(reference_q)                        -> pd_joint_pos_vel
     joint_delta_pos_vel_action(q, reference_q, s)            -> pd_joint_delta_pos_vel
 
+`conversion(mode)` picks the function by what the mode means (envs/modes.py: its arm space, where
+its positions come from, whether it carries velocities), so a new mode with a known meaning
+converts with no code here.
+
 Joint functions take (N, n_arm) joint positions; ee functions take (N, 7) root-frame TCP poses
 (xyz + wxyz quaternion). They return the arm part of the action in the mode's action space but
 *unbounded*; `saturate` scales a normalised action back into its bounds (keeping direction)
@@ -35,7 +39,7 @@ at most `max_corrections` times per episode. The gripper dim is copied from the 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Annotated, Callable
+from typing import Annotated, Any, Callable
 
 import numpy as np
 import torch
@@ -43,7 +47,7 @@ import tyro
 
 from envs.core.pose import pose_mul, quat_conj, quat_mul, quat_to_euler_xyz
 from envs.core.tree import stack, to_numpy
-from envs.modes import ControlMode
+from envs.modes import ArmSpace, ControlMode, Position
 from replay.batch import start
 from replay.trajectory import Episode
 
@@ -123,9 +127,6 @@ def saturate(arm_action: torch.Tensor, mode: ControlMode) -> tuple[torch.Tensor,
     return _shrink(arm_action, arm_action.abs().max(1, keepdim=True).values)
 
 
-CONVERTIBLE = tuple(ControlMode)
-
-
 @dataclass(frozen=True)
 class Tracker:
     """How the closed loop drives one robot in one target mode: `start()` reads the state the
@@ -138,32 +139,57 @@ class Tracker:
     action: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 
 
+@dataclass(frozen=True)
+class _Robot:
+    """What the pure functions need of the robot being converted."""
+
+    spec: Any  # RobotSpec: the action scales
+    fk: Callable[[torch.Tensor], torch.Tensor]  # arm joint positions -> root-frame TCP pose
+    control_freq: float
+
+
+Action = Callable[[torch.Tensor, torch.Tensor, _Robot], torch.Tensor]  # (start, reference_q, robot) -> arm action
+
+
+def conversion(mode: ControlMode) -> Action | None:
+    """The pure function that converts into `mode`, chosen by what the mode means (its arm space,
+    where its positions come from, whether it carries velocities); None where none fits."""
+    absolute = mode.position is Position.ABSOLUTE
+    if mode.space is ArmSpace.JOINT:
+        if not mode.sets_position:
+            return lambda s, r, k: joint_vel_action(s, r, k.control_freq, k.spec.joint_vel)
+        if absolute:
+            return (lambda s, r, k: joint_pos_vel_action(r)) if mode.sets_velocity else (lambda s, r, k: joint_pos_action(r))
+        if mode.sets_velocity:
+            return lambda s, r, k: joint_delta_pos_vel_action(s, r, k.spec.joint_delta)
+        return lambda s, r, k: joint_delta_pos_action(s, r, k.spec.joint_delta)
+    if mode.sets_velocity or not mode.sets_position or (absolute and mode.position_only):
+        return None  # no pure function for these yet
+    if absolute:
+        return lambda s, r, k: ee_pose_action(k.fk(r))
+    if mode.position_only:
+        return lambda s, r, k: ee_delta_pos_action(s, k.fk(r), k.spec.ee_delta_pos)
+    return lambda s, r, k: ee_delta_pose_action(s, k.fk(r), k.spec.ee_delta_pos, k.spec.ee_delta_rot)
+
+
+CONVERTIBLE = tuple(m for m in ControlMode if conversion(m) is not None)
+
+
 def tracker(mode: ControlMode, agent, arm_controller, control_freq: float) -> Tracker:
-    """The Tracker of `mode` for one robot (its kinematics, action scales and controller)."""
-    spec, fk = agent.spec, agent.kinematics.tcp_pose
-    arm = agent.arm
+    """The Tracker of `mode` for one robot (its kinematics, action scales and controller): it
+    starts where the mode steps from, the measured state or the controller's targets."""
+    act = conversion(mode)
+    if act is None:
+        raise ValueError(f"cannot convert to {mode.value}; control modes to convert to: {', '.join(m.value for m in CONVERTIBLE)}")
+    robot = _Robot(agent.spec, agent.kinematics.tcp_pose, control_freq)
     if mode.end_effector:
         start = (lambda: arm_controller.target_pose.double()) if mode.from_target else (lambda: agent.tcp_pose_root().double())
-        if mode is ControlMode.PD_EE_POSE:
-            act = lambda s, r: ee_pose_action(fk(r))  # noqa: E731
-        elif mode.position_only:
-            act = lambda s, r: ee_delta_pos_action(s, fk(r), spec.ee_delta_pos)  # noqa: E731
-        else:
-            act = lambda s, r: ee_delta_pose_action(s, fk(r), spec.ee_delta_pos, spec.ee_delta_rot)  # noqa: E731
-        return Tracker(start, fk, act)
-    measured = lambda: agent.arm_qpos.double()  # noqa: E731
-    targets = lambda: agent.targets[:, arm].double()  # noqa: E731
-    identity = lambda q: q  # noqa: E731
-    table = {
-        ControlMode.PD_JOINT_POS: (targets, lambda s, r: joint_pos_action(r)),
-        ControlMode.PD_JOINT_DELTA_POS: (measured, lambda s, r: joint_delta_pos_action(s, r, spec.joint_delta)),
-        ControlMode.PD_JOINT_TARGET_DELTA_POS: (targets, lambda s, r: joint_delta_pos_action(s, r, spec.joint_delta)),
-        ControlMode.PD_JOINT_VEL: (measured, lambda s, r: joint_vel_action(s, r, control_freq, spec.joint_vel)),
-        ControlMode.PD_JOINT_POS_VEL: (targets, lambda s, r: joint_pos_vel_action(r)),
-        ControlMode.PD_JOINT_DELTA_POS_VEL: (measured, lambda s, r: joint_delta_pos_vel_action(s, r, spec.joint_delta)),
-    }
-    start, act = table[mode]
-    return Tracker(start, identity, act)
+        lift = robot.fk
+    else:
+        measured = mode.position in (Position.FROM_MEASURED, Position.NONE)
+        start = (lambda: agent.arm_qpos.double()) if measured else (lambda: agent.targets[:, agent.arm].double())
+        lift = lambda q: q  # noqa: E731
+    return Tracker(start, lift, lambda s, r: act(s, r, robot))
 
 
 # ---- the batched closed loop ------------------------------------------------------------------
@@ -387,6 +413,7 @@ def convert_batch(
 __all__ = [
     "CONVERTIBLE",
     "ActionNoise",
+    "conversion",
     "ConvertLimits",
     "Converted",
     "convert_batch",

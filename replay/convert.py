@@ -36,7 +36,7 @@ from replay.control import CONVERTIBLE, ActionNoise, ConvertLimits
 from replay.observe import OBS_UNITS
 from replay.trajectory import Output, TrajectoryWriter, batch_env_kwargs, check_sidecar, pending_path, precompress, read_meta
 
-POSITION_SOURCES = tuple(m for m in CONVERTIBLE if m is not ControlMode.PD_JOINT_VEL)  # drive targets are a position reference
+POSITION_SOURCES = tuple(m for m in ControlMode if m.sets_position)  # drive targets are a position reference
 
 
 @dataclass

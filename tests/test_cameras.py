@@ -244,6 +244,48 @@ def test_hidden_actors_are_out_of_observations_and_in_render():
 
 
 @render
+def test_gpu_camera_batch_never_sees_a_visibility_change(make, monkeypatch):
+    """SAPIEN's render-system group refuses any change of its scenes after it is built, and counts
+    a render body's visibility as one: with GPU-batched cameras the hidden goal site keeps its
+    visibility through observations and render(). (No CUDA here: a stand-in batch takes the
+    pictures picture by picture and records what it saw.)"""
+    import sapien
+
+    import envs.sensors.suite as suite
+    from envs.sensors import camera
+
+    seen = []
+
+    class StandIn:
+        def __init__(self, world, cameras, picture):
+            self.world, self.cameras = world, cameras
+
+        def update(self):
+            for scene in self.world.scenes:
+                scene.update_render()
+            seen.append({e.find_component_by_type(sapien.render.RenderBodyComponent).visibility
+                         for name in self.world.hidden for e in self.world.actors[name].entities})
+
+        def take_pictures(self):
+            for components in self.cameras.values():
+                for c in components:
+                    c.take_picture()
+
+        def read(self, uid):
+            return torch.from_numpy(np.stack([c.get_picture(camera.PICTURE) for c in self.cameras[uid]]))
+
+    monkeypatch.setattr(suite, "gpu_batch_available", lambda world: True)
+    monkeypatch.setattr(suite, "GpuCameraBatch", StandIn)
+    env = make("PickCube-v1", num_envs=N, obs_mode="rgb", render_mode="rgb_array", sensor_configs=SMALL)
+    assert isinstance(env.unwrapped.sensors.gpu, StandIn) and env.unwrapped.world.hidden
+    env.reset(seed=0)
+    for _ in range(2):
+        env.step(env.action_space.sample())
+        env.render()
+    assert len(seen) >= 3 and all(v == {1.0} for v in seen)
+
+
+@render
 @pytest.mark.filterwarnings("ignore:.*render_mode='video'")
 def test_render_rgb_array_and_human_without_display(make, monkeypatch):
     env = make("PickCube-v1", num_envs=N, obs_mode="state", render_mode="rgb_array", sensor_configs={"render_camera": {"width": 40, "height": 30}})

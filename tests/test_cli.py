@@ -12,11 +12,11 @@ import policies.cli
 import replay.cli
 from envs.cli import Command
 from envs.cli import main as run_cli
-from policies.config import RUNS
+from policies.kinds import KINDS
 
 CLIS = {"demos": demos.cli, "replay": replay.cli, "policies": policies.cli}
 COMMANDS = [(prog, [name]) for prog, cli in CLIS.items() for name in cli.COMMANDS]
-COMMANDS += [("policies", ["train", kind]) for kind in RUNS]
+COMMANDS += [("policies", ["train", kind]) for kind in KINDS]
 
 
 def _run(capsys, prog: str, argv: list[str]) -> tuple[int, str, str]:
@@ -111,13 +111,13 @@ SHARED = {  # the same things under the same names: flag -> commands that must h
     "--executor": [("demos", ["generate"]), ("replay", ["convert"]), ("policies", ["eval"])],
     "--address": [("demos", ["generate"]), ("replay", ["convert"]), ("policies", ["eval"])],
     "--obs-mode": [("demos", ["generate"]), ("replay", ["convert"])],
-    "--dataset.obs-mode": [("policies", ["train", kind]) for kind in RUNS],
+    "--dataset.obs-mode": [("policies", ["train", kind]) for kind in KINDS],
     "--control-mode": [("demos", ["generate"]), ("replay", ["convert"])],
     "--out": [("demos", ["generate"]), ("demos", ["report"]), ("replay", ["convert"]), ("replay", ["export"])],
     "--overwrite": [("demos", ["generate"]), ("demos", ["merge"]), ("replay", ["convert"]), ("replay", ["export"])],
     "--resume": [("demos", ["generate"]), ("replay", ["convert"])],
 }
-OLD = {"--obs", "--control", "--keep-failures", "--only_success", "--num_envs", "--n-envs", "--env"}  # never shown
+OLD = {"--obs", "--control", "--keep-failures", "--only_success", "--num_envs", "--n-envs", "--env", "--num-workers"}  # never shown
 
 
 def test_shared_flags_have_the_same_names(capsys):
@@ -130,12 +130,14 @@ def test_shared_flags_have_the_same_names(capsys):
 
 
 def test_old_spellings_are_still_accepted(capsys, tmp_path):
-    """--obs/--control (replay convert) and --keep-failures (demos generate) parse: the error
-    that follows is about the input, not the flag."""
+    """--obs/--control (replay convert), --keep-failures (demos generate) and --num-workers
+    (policies eval) parse: the error that follows is about the input, not the flag."""
     code, _, err = _run(capsys, "replay", ["convert", str(tmp_path / "a.h5"), "--obs", "state", "--control=pd_ee_delta_pos"])
     assert "no such file" in _one_error_line(code, err)
     code, _, err = _run(capsys, "demos", ["generate", "PickCube", "--n", "1", "--keep-failures", "--out", str(tmp_path / "a.txt")])
     assert ".h5" in _one_error_line(code, err)
+    code, _, err = _run(capsys, "policies", ["eval", str(tmp_path / "best.ckpt"), "--num-workers", "2"])
+    assert "no such file" in _one_error_line(code, err)
 
 
 def test_a_failure_that_is_not_bad_input_is_one_line_exit_1(capsys):

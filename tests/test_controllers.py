@@ -10,7 +10,7 @@ import torch
 
 from envs.controllers import ARM_CONTROLLERS
 from envs.core.pose import euler_xyz_to_quat, quat_angle, quat_mul, quat_to_euler_xyz
-from envs.modes import ControlMode
+from envs.modes import ArmSpace, ControlMode, Position
 from envs.robots import get_robot, robot_family, robot_uids
 from tests.marks import fast_only, slow
 
@@ -41,6 +41,22 @@ def _hold_action(base):
 def test_every_mode_has_one_controller_class():
     assert set(ARM_CONTROLLERS) == set(ControlMode)
     assert len(set(ARM_CONTROLLERS.values())) == len(ControlMode)
+    assert all(cls.mode is mode for mode, cls in ARM_CONTROLLERS.items())
+    with pytest.raises(TypeError, match="pd_joint_pos already has its controller, PDJointPos"):
+        type("Again", (ARM_CONTROLLERS[ControlMode.PD_JOINT_POS],), {}, mode=ControlMode.PD_JOINT_POS)
+
+
+@pytest.mark.parametrize("mode", list(ControlMode))
+def test_every_mode_has_its_meaning(mode):
+    """A mode's meaning is data beside its name, coherent, and what replay converts into."""
+    from replay.control import CONVERTIBLE, conversion
+
+    assert isinstance(mode.space, ArmSpace) and isinstance(mode.position, Position) and isinstance(mode.sets_velocity, bool)
+    assert mode.sets_position or mode.sets_velocity  # an action that sets nothing means nothing
+    assert mode.delta == (mode.position in (Position.FROM_MEASURED, Position.FROM_TARGET))
+    assert mode.normalized == (mode.position is not Position.ABSOLUTE)  # ManiSkill: absolute targets unnormalised
+    assert not (mode.end_effector and mode.sets_velocity)
+    assert mode in CONVERTIBLE and conversion(mode) is not None
 
 
 @pytest.mark.parametrize("mode", list(ControlMode))
@@ -56,7 +72,7 @@ def test_action_space_is_maniskills(make, mode):
     else:
         np.testing.assert_allclose(lo[:7], limits.lower.numpy(), rtol=1e-6)
         np.testing.assert_allclose(hi[:7], limits.upper.numpy(), rtol=1e-6)
-    arm_dims = {True: 3 if mode.position_only else 6}.get(mode.end_effector, 14 if mode.velocity and mode is not ControlMode.PD_JOINT_VEL else 7)
+    arm_dims = {ArmSpace.EE_POS: 3, ArmSpace.EE_POSE: 6}.get(mode.space, 7 * (1 + (mode.sets_velocity and mode.sets_position)))
     assert base.controller.action_dim == arm_dims + 1
     assert env.action_space.shape == (N, arm_dims + 1)
 

@@ -167,10 +167,11 @@ def test_ray_generation_and_conversion_give_the_local_episodes(local_ray, tmp_pa
 
 @slow
 def test_ray_evaluation_gives_the_local_results(local_ray, tmp_path):
-    from policies.config import BCConfig, DatasetConfig
+    from policies.config import DatasetConfig
     from policies.data import DemoData, env_info
     from policies.evaluate import evaluate
-    from policies.policy import build_policy
+    from policies.kinds import build_policy
+    from policies.kinds.bc import BCConfig
     from replay.trajectory import TrajectoryFile
     from tests.test_policies import _record
 

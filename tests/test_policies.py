@@ -18,11 +18,14 @@ import pytest
 import torch
 
 from policies.cli import main as cli
-from policies.config import RUNS, ACTConfig, DatasetConfig, DiffusionConfig, load_run
+from policies.config import DatasetConfig
 from policies.data import DemoData, ObsSpec, gather
 from policies.evaluate import evaluate, wilson
 from policies.normaliser import Normaliser
-from policies.policy import ACTPolicy, build_policy, ensemble
+from policies.kinds import KINDS as REGISTRY
+from policies.kinds import build_policy, load_run
+from policies.kinds.act import ACTConfig, ACTPolicy, ensemble
+from policies.kinds.diffusion import DiffusionConfig
 from replay.trajectory import Episode, TrajectoryFile, TrajectoryWriter
 from tests.marks import fast_only, render, slow
 from tests.synthetic import episode_obs, jittered_rollout
@@ -59,14 +62,14 @@ def rgb_file(tmp_path_factory) -> Path:
     return _record(tmp_path_factory.mktemp("demos") / "rgb.h5", 3, visual=True)
 
 
-# every policy kind's smallest config (a kind registered in policies.config.RUNS without one fails here)
+# every policy kind's smallest config (a kind registered in policies.kinds.KINDS without one fails here)
 TINY = {
     "bc": dict(hidden=(32,)),
     "diffusion": dict(unet_dims=(16, 32), groups=4, step_embed=16, inference_steps=3, pred_horizon=8, action_horizon=4),
     "act": dict(hidden=16, heads=2, feedforward=32, enc_layers=1, dec_layers=1, cvae_layers=1, latent_dim=4,
                 pred_horizon=8, action_horizon=1),
 }
-KINDS = sorted(RUNS)
+KINDS = sorted(REGISTRY)
 
 
 def test_every_policy_kind_has_a_tiny_config():
@@ -81,6 +84,30 @@ def _tiny(kind: str, data: Path, out: Path, obs_mode: str = "state", **train):
                                    "name": "run", "progress_bar": False, "accelerator": "cpu", **train})
     run.eval = type(run.eval)(episodes=2, num_envs=2, max_episode_steps=6, final_episodes=2)
     return type(run)(**{f: getattr(run, f) for f in ("data", "dataset", "policy", "train", "eval")})
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_every_kind_round_trips_config_policy_checkpoint(kind, state_file, tmp_path):
+    """Registry-driven: a kind's run config builds the kind's own policy, and a checkpoint written
+    from it (Lightning's layout: hyperparameters and state dict) loads back as the same kind,
+    config and weights."""
+    import lightning as L
+
+    from policies.module import PolicyModule, load_policy
+
+    entry = REGISTRY[kind]
+    run = _tiny(kind, state_file, tmp_path)
+    assert type(run) is entry.run and type(run.policy) is entry.config and run.to_dict()["kind"] == kind == entry.name
+    spec, env = DemoData.peek(run.data, run.dataset)
+    module = PolicyModule(run.to_dict(), spec.to_dict(), env)
+    assert type(module.policy) is entry.policy and module.run_cfg == run
+    path = tmp_path / f"{kind}.ckpt"
+    torch.save({"state_dict": module.state_dict(), "hyper_parameters": dict(module.hparams),
+                "pytorch-lightning_version": L.__version__}, path)
+    policy, loaded = load_policy(str(path))
+    assert loaded.run_cfg.kind == kind and type(policy) is entry.policy and loaded.run_cfg.policy == run.policy
+    for k, v in module.eval_policy.state_dict().items():
+        assert torch.equal(policy.state_dict()[k], v), k
 
 
 # ---- configs --------------------------------------------------------------------------------
@@ -111,7 +138,7 @@ def test_configs_validate(tmp_path, state_file, capsys):
     for cfg in sorted((ROOT / "configs").glob("*.yaml")):  # every shipped config loads and validates
         kind = cfg.name.split("_")[0]
         run = load_run(kind, cfg, data=str(state_file))
-        assert isinstance(type(run)(**{f: getattr(run, f) for f in ("data", "dataset", "policy", "train", "eval")}), RUNS[kind])
+        assert isinstance(type(run)(**{f: getattr(run, f) for f in ("data", "dataset", "policy", "train", "eval")}), REGISTRY[kind].run)
 
 
 # ---- data -----------------------------------------------------------------------------------

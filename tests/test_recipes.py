@@ -14,7 +14,7 @@ import yaml
 
 from policies import recipe as recipes
 from policies.cli import main as cli
-from policies.config import RUNS
+from policies.kinds import KINDS
 from policies.train import FINAL_SEED_OFFSET
 from replay.trajectory import read_meta
 from tests.marks import slow
@@ -28,9 +28,9 @@ def test_shipped_recipes_load_and_evaluate_on_fresh_seeds():
     datasets = {}
     for path in SHIPPED:
         r = recipes.load_recipe(path)
-        assert r.name == path.stem and r.policy in RUNS and r.config_path.is_file()
+        assert r.name == path.stem and r.policy in KINDS and r.config_path.is_file()
         run = r.run_config()
-        assert isinstance(run, RUNS[r.policy])
+        assert isinstance(run, KINDS[r.policy].run)
         assert run.eval.max_episode_steps > 0, f"{path.name}: the evaluation length is the recipe's to say"
         assert run.train.name == path.stem
         # demos reach success within an evaluation episode (then hold)

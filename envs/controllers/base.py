@@ -16,17 +16,34 @@ its raw bounds as action space and takes the action as given, unclipped.
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import numpy as np
 import torch
 
 from envs.core.agent import Agent
+from envs.modes import ControlMode
+
+ARM_CONTROLLERS: dict[ControlMode, type[ArmController]] = {}  # filled by the subclasses' `mode=`
 
 
 class ArmController:
-    """One subclass per control mode. Subclasses give `raw_low`/`raw_high`, `normalized` and
-    `_apply(scaled action)`."""
+    """One subclass per control mode, which names its mode in its class line and so registers
+    itself (`class PDJointPos(ArmController, mode=ControlMode.PD_JOINT_POS)`); a subclass without
+    `mode=` is a base for others. Subclasses give `raw_high` (and `raw_low` where the bounds are not
+    -raw_high..raw_high) and `_apply(scaled action)`; whether the action is normalised is the mode's
+    meaning."""
 
-    normalized = True
+    mode: ClassVar[ControlMode]
+
+    def __init_subclass__(cls, mode: ControlMode | None = None, **kwargs) -> None:
+        super().__init_subclass__(**kwargs)
+        if mode is None:
+            return
+        if mode in ARM_CONTROLLERS:
+            raise TypeError(f"{cls.__name__}: {mode.value} already has its controller, {ARM_CONTROLLERS[mode].__name__}")
+        cls.mode = mode
+        ARM_CONTROLLERS[mode] = cls
 
     def __init__(self, agent: Agent):
         self.agent = agent
@@ -35,11 +52,15 @@ class ArmController:
 
     @property
     def raw_low(self) -> np.ndarray:
-        raise NotImplementedError
+        return -self.raw_high
 
     @property
     def raw_high(self) -> np.ndarray:
         raise NotImplementedError
+
+    @property
+    def normalized(self) -> bool:
+        return self.mode.normalized
 
     @property
     def low(self) -> np.ndarray:

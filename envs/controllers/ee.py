@@ -23,6 +23,7 @@ import torch
 from envs.controllers.base import ArmController
 from envs.core.agent import Agent
 from envs.core.pose import euler_xyz_to_quat, quat_mul
+from envs.modes import ControlMode
 
 
 def _solve(agent: Agent, target: torch.Tensor) -> None:
@@ -31,17 +32,13 @@ def _solve(agent: Agent, target: torch.Tensor) -> None:
     agent.set_targets(agent.arm, q)
 
 
-class PDEEDeltaPos(ArmController):
+class PDEEDeltaPos(ArmController, mode=ControlMode.PD_EE_DELTA_POS):
     """pd_ee_delta_pos: [-1, 1]^3 -> [-ee_delta_pos, ee_delta_pos] m added to the measured TCP
     position; orientation held at the measured one."""
 
     def __init__(self, agent: Agent):
         super().__init__(agent)
         self.target_pose = agent.tcp_pose_root().clone()  # (N, 7) root frame: the last IK goal
-
-    @property
-    def raw_low(self) -> np.ndarray:
-        return np.full(3, -self.agent.spec.ee_delta_pos, dtype=np.float32)
 
     @property
     def raw_high(self) -> np.ndarray:
@@ -64,8 +61,11 @@ class PDEEDeltaPos(ArmController):
         self.target_pose[env_idx] = self.agent.tcp_pose_root(self.agent.targets)[env_idx]
 
 
-class PDEETargetDeltaPos(PDEEDeltaPos):
-    """pd_ee_target_delta_pos: as pd_ee_delta_pos, stepping from the previous target pose."""
+class _FromTargetPose:
+    """`pd_ee_target_delta_*`: the step starts at the previous target pose, which is the
+    controller's state."""
+
+    target_pose: torch.Tensor
 
     def _start(self) -> torch.Tensor:
         return self.target_pose
@@ -74,16 +74,15 @@ class PDEETargetDeltaPos(PDEEDeltaPos):
         return {"target_pose": self.target_pose.clone()}
 
 
-class PDEEDeltaPose(PDEEDeltaPos):
+class PDEETargetDeltaPos(_FromTargetPose, PDEEDeltaPos, mode=ControlMode.PD_EE_TARGET_DELTA_POS):
+    """pd_ee_target_delta_pos: as pd_ee_delta_pos, stepping from the previous target pose."""
+
+
+class PDEEDeltaPose(PDEEDeltaPos, mode=ControlMode.PD_EE_DELTA_POSE):
     """pd_ee_delta_pose: [-1, 1]^6. Translation as pd_ee_delta_pos; rotation: the 3 dims are
     scaled down to norm 1 when longer, then multiplied by the rotation *lower* bound
     (-ee_delta_rot), as ManiSkill 3.0.1's PDEEPoseController does, so +1 turns by -0.1 rad;
     the result is read as XYZ Euler angles."""
-
-    @property
-    def raw_low(self) -> np.ndarray:
-        s = self.agent.spec
-        return np.array([-s.ee_delta_pos] * 3 + [-s.ee_delta_rot] * 3, dtype=np.float32)
 
     @property
     def raw_high(self) -> np.ndarray:
@@ -102,25 +101,14 @@ class PDEEDeltaPose(PDEEDeltaPos):
         return torch.cat((start[:, :3] + action[:, :3], rot), 1)
 
 
-class PDEETargetDeltaPose(PDEEDeltaPose):
+class PDEETargetDeltaPose(_FromTargetPose, PDEEDeltaPose, mode=ControlMode.PD_EE_TARGET_DELTA_POSE):
     """pd_ee_target_delta_pose: as pd_ee_delta_pose, stepping from the previous target pose."""
 
-    def _start(self) -> torch.Tensor:
-        return self.target_pose
 
-    def state(self) -> dict[str, torch.Tensor]:
-        return {"target_pose": self.target_pose.clone()}
-
-
-class PDEEPose(PDEEDeltaPos):
+class PDEEPose(PDEEDeltaPos, mode=ControlMode.PD_EE_POSE):
     """pd_ee_pose: absolute root-frame TCP pose, unnormalised and unclipped: position (bounds
     +-ee_pose_pos m) and XYZ Euler angles (bounds +-2 pi)."""
 
-    normalized = False
-
-    @property
-    def raw_low(self) -> np.ndarray:
-        return np.array([-self.agent.spec.ee_pose_pos] * 3 + [-2 * math.pi] * 3, dtype=np.float32)
 
     @property
     def raw_high(self) -> np.ndarray:

@@ -8,16 +8,16 @@ import numpy as np
 import torch
 
 from envs.controllers.base import ArmController
+from envs.modes import ControlMode
 
 
 def _const(value: float, n: int) -> np.ndarray:
     return np.full(n, value, dtype=np.float32)
 
 
-class PDJointPos(ArmController):
+class PDJointPos(ArmController, mode=ControlMode.PD_JOINT_POS):
     """pd_joint_pos: absolute joint targets (rad), bounded by the joint limits, unnormalised."""
 
-    normalized = False
 
     @property
     def raw_low(self) -> np.ndarray:
@@ -31,12 +31,8 @@ class PDJointPos(ArmController):
         self.agent.set_targets(self.agent.arm, action)
 
 
-class PDJointDeltaPos(ArmController):
+class PDJointDeltaPos(ArmController, mode=ControlMode.PD_JOINT_DELTA_POS):
     """pd_joint_delta_pos: [-1, 1] -> [-joint_delta, joint_delta] rad added to the measured qpos."""
-
-    @property
-    def raw_low(self) -> np.ndarray:
-        return _const(-self.agent.spec.joint_delta, len(self.agent.arm))
 
     @property
     def raw_high(self) -> np.ndarray:
@@ -49,7 +45,7 @@ class PDJointDeltaPos(ArmController):
         self.agent.set_targets(self.agent.arm, self._start() + action)
 
 
-class PDJointTargetDeltaPos(PDJointDeltaPos):
+class PDJointTargetDeltaPos(PDJointDeltaPos, mode=ControlMode.PD_JOINT_TARGET_DELTA_POS):
     """pd_joint_target_delta_pos: the step is added to the previous joint targets (reset: the
     qpos the episode starts at)."""
 
@@ -60,13 +56,9 @@ class PDJointTargetDeltaPos(PDJointDeltaPos):
         return {"target_qpos": self.agent.targets[:, self.agent.arm].clone()}
 
 
-class PDJointVel(ArmController):
+class PDJointVel(ArmController, mode=ControlMode.PD_JOINT_VEL):
     """pd_joint_vel: [-1, 1] -> [-joint_vel, joint_vel] rad/s velocity targets; the arm's drives
     lose their stiffness (damping only)."""
-
-    @property
-    def raw_low(self) -> np.ndarray:
-        return _const(-self.agent.spec.joint_vel, len(self.agent.arm))
 
     @property
     def raw_high(self) -> np.ndarray:
@@ -79,11 +71,10 @@ class PDJointVel(ArmController):
         self.agent.set_velocity_targets(self.agent.arm, action)
 
 
-class PDJointPosVel(ArmController):
+class PDJointPosVel(ArmController, mode=ControlMode.PD_JOINT_POS_VEL):
     """pd_joint_pos_vel: absolute joint targets (joint limits) then velocity targets
     ([-joint_vel, joint_vel] rad/s), unnormalised."""
 
-    normalized = False
 
     @property
     def raw_low(self) -> np.ndarray:
@@ -104,16 +95,14 @@ class PDJointPosVel(ArmController):
         self.agent.set_velocity_targets(self.agent.arm, vel)
 
 
-class PDJointDeltaPosVel(PDJointPosVel):
+class PDJointDeltaPosVel(PDJointPosVel, mode=ControlMode.PD_JOINT_DELTA_POS_VEL):
     """pd_joint_delta_pos_vel: normalised; [-joint_delta, joint_delta] rad added to the measured
     qpos, then [-joint_vel, joint_vel] rad/s velocity targets."""
 
-    normalized = True
 
     @property
-    def raw_low(self) -> np.ndarray:
-        n = len(self.agent.arm)
-        return np.concatenate((_const(-self.agent.spec.joint_delta, n), _const(-self.agent.spec.joint_vel, n)))
+    def raw_low(self) -> np.ndarray:  # symmetric, where pd_joint_pos_vel's are the joint limits
+        return -self.raw_high
 
     @property
     def raw_high(self) -> np.ndarray:

@@ -11,7 +11,10 @@ step the poses of the K entities that can move (every actor and articulation lin
 in env order) are read on the CPU and copied to the GPU in one transfer. Render shapes and
 mounted cameras are bound to their entity's row of the buffer once, at construction; entities
 outside the world's groups (the lights, fixed cameras) keep the pose they had then, so nothing
-may be added to the scenes afterwards.
+may be added to the scenes afterwards, and no render body's visibility may change (SAPIEN counts
+that as a change of the scene too). Actors in `world.hidden` (goal sites) are kept out of these
+cameras' pictures by the pose uploaded for them, far outside the scene, not by their visibility;
+their entities keep their real poses, so the physics and the render cameras are untouched.
 
 Used by `Sensors` when CUDA is present and the render device is a GPU (`available`); the
 per-camera path stays the one for lavapipe and for machines without CUDA.
@@ -32,6 +35,9 @@ def available(world: BatchedWorld) -> bool:
     return world.scene.render_system.device.is_cuda()
 
 
+FAR = 1.0e5  # metres added to a hidden entity's uploaded position: outside every camera's far plane
+
+
 def _moving_entities(world: BatchedWorld, cameras: list[sapien.render.RenderCameraComponent]) -> list[sapien.Entity]:
     """Every actor and link of the world that is drawn or carries one of `cameras`."""
     entities = [e for group in world.actors.values() for e in group.entities]
@@ -49,6 +55,8 @@ class GpuCameraBatch:
         self.picture = picture
         self.entities = _moving_entities(world, [cam for components in cameras.values() for cam in components])
         row = {id(e): k for k, e in enumerate(self.entities)}
+        hidden = {id(e) for name in world.hidden for e in world.actors[name].entities}
+        self.hidden_rows = [k for k, e in enumerate(self.entities) if id(e) in hidden]
         for k, entity in enumerate(self.entities):
             body = entity.find_component_by_type(sapien.render.RenderBodyComponent)
             if body is not None:
@@ -67,8 +75,11 @@ class GpuCameraBatch:
         self.cameras = {uid: self.group.create_camera_group(components, [picture]) for uid, components in cameras.items()}
 
     def update(self) -> None:
-        """Copy every moving entity's current pose to the GPU and into the render systems."""
-        self._host.copy_(torch.from_numpy(pose_rows(e.get_pose() for e in self.entities)))
+        """Copy every moving entity's current pose to the GPU and into the render systems (a
+        hidden entity's moved out of sight)."""
+        rows = pose_rows(e.get_pose() for e in self.entities)
+        rows[self.hidden_rows, :3] += FAR
+        self._host.copy_(torch.from_numpy(rows))
         self.poses.copy_(self._host, non_blocking=True)
         self.group.update_render()
 

@@ -132,7 +132,11 @@ class Sensors:
             self._rendered_version = self.world.clock.version
 
     def show_hidden(self, visible: bool) -> None:
-        """Observation cameras do not see `world.hidden`; render cameras do."""
+        """Observation cameras do not see `world.hidden`; render cameras do. With GPU-batched
+        cameras the batch hides them by their uploaded pose, and their visibility stays as built
+        (changing it would break the batch, see gpu_batch.py)."""
+        if self.gpu is not None:
+            return
         for name in self.world.hidden:
             for entity in self.world.actors[name].entities:
                 body = entity.find_component_by_type(sapien.render.RenderBodyComponent)
@@ -160,6 +164,7 @@ class Sensors:
             if self._gpu_version != self.world.clock.version:
                 self.gpu.update()
                 self._gpu_version = self.world.clock.version
+                self._rendered_version = -1  # the batch moved hidden actors out of sight: render() puts them back
             self.gpu.take_pictures()
         else:
             self._update_render()
@@ -201,6 +206,7 @@ class Sensors:
         cam = cams[uid] if uid is not None else next(iter(cams.values()))
         self.show_hidden(True)
         self._update_render()
+        self._gpu_version = -1  # render() wrote the real poses of hidden actors: the batch uploads again
         cam.take_picture()
         return camera.rgb_of(cam.read())
 
