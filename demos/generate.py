@@ -26,7 +26,7 @@ from demos.solutions import solution_for
 from demos.workers import GenerationJob
 from envs.core.registry import TASKS, check_env_id
 from envs.robots.base import robot_family
-from envs.executor import Lost, make_pool, parse_executor
+from envs.executor import Executor, Lost, make_pool, parse_executor
 from envs.modes import ControlMode, ObsMode, parse_mode
 from replay.trajectory import Output, read_meta
 
@@ -199,7 +199,12 @@ def generate(cfg: GenerateConfig, on_progress: Callable[[Progress], None] | None
     try:
         job = GenerationJob(cfg.env_id, cfg.env_kwargs, cfg.num_envs, cfg.robot_uids, cfg.obs_mode == "state", cfg.hold, cfg.speed)
         start = time.perf_counter()
-        workers = make_pool(cfg.executor_kind, job, cfg.workers, address=cfg.address)
+        # local workers are forked: this process has imported what they need (torch, SAPIEN, the
+        # tasks; mplib for their planner processes) and built no env, so none imports it all again
+        # (seconds of CPU each)
+        if cfg.executor_kind is Executor.LOCAL:
+            import mplib  # noqa: F401
+        workers = make_pool(cfg.executor_kind, job, cfg.workers, address=cfg.address, start="fork")
         next_attempt = max((e["info"]["attempt"] + 1 for e in writer.meta["episodes"]), default=0)
         progress = Progress(writer.num_episodes, 0, 0, 0.0, resumed_from=writer.num_episodes)
         failures: Counter[str] = Counter()  # failure reasons, numbers blanked: "solution took # steps > ..."

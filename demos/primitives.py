@@ -127,6 +127,21 @@ def scene(*sources: Obstacles) -> Obstacles:
 
 
 # ---- targets ------------------------------------------------------------------------------------
+def once_per_state(target: Target) -> Target:
+    """target, evaluated once for a scene state and set of envs: the candidates built from one
+    grasp (turned, tilted, in several orders) then share it instead of each computing it again."""
+    last: list = [None, None]  # key, value; the key holds the env's clock itself, so no later env's is taken for it
+
+    def value(env, idx, adapter):
+        clock = env.world.clock
+        key = (clock, clock.version, tuple(idx.tolist()), adapter)
+        if last[0] != key:
+            last[0], last[1] = key, target(env, idx, adapter)
+        return last[1].clone()
+
+    return value
+
+
 def grasp_at(
     pose: Value,
     half_size: Value,
@@ -151,7 +166,7 @@ def grasp_at(
             final = quat_mul(quat_mul(now[:, 3:], quat_conj(goal[:, 3:])), q)
         return top_down_grasp(pose(env, idx), half_size(env, idx), adapter, q, depth, avoid, axes, final, clear_within)
 
-    return target
+    return once_per_state(target)
 
 
 def grasp_target(obj: str, half_size: str, clear_of: Value | None = None) -> Target:
@@ -299,7 +314,7 @@ def facing(direction: Value, point: Value) -> Target:
         half = torch.tensor([1.0, 0.001, 0.001]).expand(len(idx), 3)
         return top_down_grasp(plate, half, adapter, rest_tcp_q(env, idx))
 
-    return target
+    return once_per_state(target)
 
 
 def _yaw_frame(y_axis: torch.Tensor) -> torch.Tensor:

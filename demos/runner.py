@@ -5,16 +5,15 @@ step together. An episode records only its own steps: no env waits for another, 
 ever restored to a saved state (a restore leaves PhysX state that moves the last bits of later
 contacts, enough to make a closed-loop correction measured in the run miss in a replay).
 
-The episodes of a batch are recorded, at its end, by replaying their actions from their initial
-states in a freshly built env (`replay.verify.record_replay`), exactly as `demos verify` and
-`replay convert` replay them: an episode counts as solved only when that replay holds success
-for the last `hold` steps.
+The run is the recording. A batch runs in a freshly built env of isolated physics, from initial
+states restored as a replay restores them, so each episode's recorded states are those a replay
+of its actions from its initial state in another fresh env reaches, bit for bit (as `demos
+verify` and `replay convert` replay them; tests/test_demos.py checks it for every solution).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable
 
 import numpy as np
 import torch
@@ -25,9 +24,8 @@ from demos.pool import PlannerPool
 from demos.stages import Grip, MoveTo, Settle, Solution
 from envs.core.env import BaseEnv
 from envs.core.pose import pose_inv, pose_mul
-from envs.core.tree import row, stack
+from envs.core.tree import stack, take, to_numpy
 from replay.trajectory import Episode
-from replay.verify import record_replay
 
 
 def _scene_kwargs(env, i: int) -> dict:
@@ -42,33 +40,49 @@ def _scene_kwargs(env, i: int) -> dict:
 class _Recorder:
     seed: int
     scene_kwargs: dict = field(default_factory=dict)
-    states: list = field(default_factory=list)
-    obs: list = field(default_factory=list)
-    actions: list = field(default_factory=list)
-    rewards: list = field(default_factory=list)
-    success: list = field(default_factory=list)
-    fail: list = field(default_factory=list)
-    terminated: list = field(default_factory=list)
-    truncated: list = field(default_factory=list)
+    length: int = 0  # steps taken: an env records steps 0..length-1 of its batch, then stops
     failure: str | None = None
     solved: bool = False
-    replayed: Episode | None = None  # the episode as its replay in a fresh env ran it
 
-    def episode(self, record_obs: bool) -> Episode:
-        if self.replayed is not None:
-            return self.replayed
+
+class _Batch:
+    """What a batch's steps recorded, for all envs at once (NumPy copies, step first); an
+    episode is its env's column up to its length: the envs that run take every step from the
+    first, and an env never runs again once its episode is over."""
+
+    def __init__(self, state: dict, obs):
+        self.states = [to_numpy(state)]  # (N, ...) trees
+        self.obs = [to_numpy(obs)] if obs is not None else None
+        self.steps: dict[str, list[np.ndarray]] = {k: [] for k in ("actions", "rewards", "success", "fail", "terminated", "truncated")}
+        self.stacked: tuple | None = None  # (states (T + 1, N, ...), obs or None, steps (T, N, ...)), once the batch is over
+
+    def add(self, state: dict, obs, action: torch.Tensor, reward, terminated, truncated, info: dict) -> None:
+        self.states.append(to_numpy(state))
+        if self.obs is not None:
+            self.obs.append(to_numpy(obs))
+        for key, value in (("actions", action), ("rewards", reward), ("success", info["success"]), ("fail", info["fail"]),
+                           ("terminated", terminated), ("truncated", truncated)):
+            self.steps[key].append(to_numpy(value))
+
+    def episode(self, i: int, rec: _Recorder) -> Episode:
+        if self.stacked is None:
+            self.stacked = (stack(self.states), stack(self.obs) if self.obs is not None else None,
+                            {k: np.stack(v) for k, v in self.steps.items()})
+        states, obs, all_steps = self.stacked
+        t = rec.length
+        steps = {k: v[:t, i] for k, v in all_steps.items()}
         return Episode(
-            actions=np.stack(self.actions).astype(np.float32),
-            terminated=np.array(self.terminated, bool),
-            truncated=np.array(self.truncated, bool),
-            success=np.array(self.success, bool),
-            fail=np.array(self.fail, bool),
-            rewards=np.array(self.rewards, np.float32),
-            env_states=stack(self.states),
-            obs=stack(self.obs) if record_obs else None,
-            seed=self.seed,
-            reset_kwargs={"seed": self.seed},
-            scene_kwargs=self.scene_kwargs,
+            actions=steps["actions"].astype(np.float32),
+            terminated=steps["terminated"].astype(bool),
+            truncated=steps["truncated"].astype(bool),
+            success=steps["success"].astype(bool),
+            fail=steps["fail"].astype(bool),
+            rewards=steps["rewards"].astype(np.float32),
+            env_states=take(states, (slice(0, t + 1), i)),
+            obs=take(obs, (slice(0, t + 1), i)) if obs is not None else None,
+            seed=rec.seed,
+            reset_kwargs={"seed": rec.seed},
+            scene_kwargs=rec.scene_kwargs,
         )
 
 
@@ -82,12 +96,9 @@ class Outcome:
 
 class Runner:
     def __init__(self, env: BaseEnv, solution: Solution, pool: PlannerPool, adapter: GraspAdapter, record_obs: bool,
-                 speed: float = 1.0, fresh_env: Callable[[list[Episode]], BaseEnv] | None = None, hold: int = 1):
-        """fresh_env(episodes): a newly built env with one env per episode, in which the batch's
-        episodes are recorded; None records them as the batch ran (tests of the runner alone)."""
+                 speed: float = 1.0):
+        """env: freshly built, with isolated physics (see the module's docstring)."""
         self.env = env
-        self.fresh_env = fresh_env
-        self.hold = hold
         self.speed = speed
         self.solution = solution
         self.pool = pool
@@ -120,12 +131,13 @@ class Runner:
         root_inv = pose_inv(agent.root_pose[idx])
         goal = pose_mul(root_inv[:, None].expand(target.shape), target)  # (k, C, 7)
         obstacles = self.solution.obstacles(env, idx)
+        # every env's boxes into its root frame at once: (M, 7) poses, M boxes of all envs
+        owner = [k for k, boxes in enumerate(obstacles) for _ in boxes]
+        flat = [b for boxes in obstacles for b in boxes]
+        posed = iter(pose_mul(root_inv[owner], torch.tensor([b.pose for b in flat])).tolist() if flat else [])
         requests = []
         for k, i in enumerate(idx.tolist()):
-            boxes = tuple(
-                Box(b.name, tuple(pose_mul(root_inv[k : k + 1], torch.tensor([b.pose]))[0].tolist()), b.half_size)
-                for b in obstacles[k]
-            )
+            boxes = tuple(Box(b.name, tuple(next(posed)), b.half_size) for b in obstacles[k])
             requests.append(
                 PlanRequest(
                     robot_uid=agent.spec.uid,
@@ -165,10 +177,7 @@ class Runner:
         env.set_state_dict(state)
         obs = env.get_obs(env.evaluate())
         recs = [_Recorder(int(s), _scene_kwargs(env, i)) for i, s in enumerate(seeds)]
-        for i in range(n):
-            recs[i].states.append(row(state, i))
-            if self.record_obs:
-                recs[i].obs.append(obs[i].numpy().copy())
+        batch = _Batch(state, obs if self.record_obs else None)
         stages = self.solution.stages
         stage_of = [-1] * n  # the stage each env is in
         plan: dict[int, torch.Tensor] = {}  # env -> the (T, A) actions of its stage
@@ -198,7 +207,8 @@ class Runner:
                             plan[i], step[i], streak[i] = plans[i], 0, 0
             if not running:
                 break
-            success = self._step({i: plan[i][step[i]] for i in sorted(running)}, recs)
+            env.world.pause(sorted(set(range(n)) - running))  # episodes over: no more physics for them
+            success = self._step({i: plan[i][step[i]] for i in sorted(running)}, recs, batch)
             for i in sorted(running):
                 step[i] += 1
                 stage = stages[stage_of[i]]
@@ -207,38 +217,16 @@ class Runner:
                     if streak[i] >= stage.hold:
                         recs[i].solved = True
                         running.discard(i)
-        self._record_by_replay(recs)
         outcomes = []
-        for r in recs:
+        for i, r in enumerate(recs):
             if r.failure is None and not r.solved:
                 r.failure = "never reached success"
-            if r.solved and len(r.actions) > env.max_episode_steps:
-                r.solved, r.failure = False, f"solution took {len(r.actions)} steps > max_episode_steps {env.max_episode_steps}"
-            outcomes.append(
-                Outcome(r.seed, r.episode(self.record_obs) if r.actions else None, r.solved, "success" if r.solved else r.failure)
-            )
+            if r.solved and r.length > env.max_episode_steps:
+                r.solved, r.failure = False, f"solution took {r.length} steps > max_episode_steps {env.max_episode_steps}"
+            outcomes.append(Outcome(r.seed, batch.episode(i, r) if r.length else None, r.solved, "success" if r.solved else r.failure))
         return outcomes
 
-    def _record_by_replay(self, recs: list[_Recorder]) -> None:
-        """Replaces the solved episodes' recordings with their replay in a fresh env; one whose
-        replay does not hold success for its last `hold` steps is not solved."""
-        if self.fresh_env is None:
-            return
-        solved = [r for r in recs if r.solved]
-        if not solved:
-            return
-        episodes = [r.episode(self.record_obs) for r in solved]
-        env = self.fresh_env(episodes)
-        try:
-            replayed = record_replay(env, episodes, self.record_obs)
-        finally:
-            env.close()
-        for r, e in zip(solved, replayed):
-            r.replayed = e
-            if not e.success[-self.hold :].all():
-                r.solved, r.failure = False, f"its replay from the initial state does not hold success for the last {self.hold} steps"
-
-    def _step(self, actions: dict[int, torch.Tensor], recs: list[_Recorder]) -> torch.Tensor:
+    def _step(self, actions: dict[int, torch.Tensor], recs: list[_Recorder], batch: _Batch) -> torch.Tensor:
         """One env step: env i takes actions[i] and records it; the others (their episodes
         over) hold their targets, unrecorded. The (N,) success flags."""
         env = self.env
@@ -246,16 +234,7 @@ class Runner:
         for i, a in actions.items():
             action[i] = a
         obs, reward, terminated, truncated, info = env.step(action)
-        state = env.get_state_dict()
+        batch.add(env.get_state_dict(), obs if self.record_obs else None, action, reward, terminated, truncated, info)
         for i in actions:
-            r = recs[i]
-            r.actions.append(action[i].numpy().copy())
-            r.rewards.append(float(reward[i]))
-            r.success.append(bool(info["success"][i]))
-            r.fail.append(bool(info["fail"][i]))
-            r.terminated.append(bool(terminated[i]))
-            r.truncated.append(bool(truncated[i]))
-            r.states.append(row(state, i))
-            if self.record_obs:
-                r.obs.append(obs[i].numpy().copy())
+            recs[i].length += 1
         return info["success"]

@@ -35,7 +35,6 @@ class _Generator:
         from demos.runner import Runner
         from demos.solutions import solution_for
         from demos.stages import with_hold
-        from replay.verify import fresh_env
 
         # the planner pool starts first, so its planner builds while the env does; it lives as
         # long as this worker's process (a daemon pool: it ends with the process)
@@ -49,8 +48,7 @@ class _Generator:
             job.env_id, num_envs=job.num_envs, **job.env_kwargs, **(scene(seeds) if seeds else {})
         ).unwrapped
         solution = with_hold(solution_for(job.env_id), job.hold)
-        self.runner = Runner(self.make_env(), solution, self.pool, adapter_for(job.robot_uid), job.record_obs, job.speed,
-                             fresh_env=lambda eps: fresh_env(job.env_id, job.env_kwargs, eps), hold=job.hold)
+        self.runner = Runner(self.make_env(), solution, self.pool, adapter_for(job.robot_uid), job.record_obs, job.speed)
         self.used = False
 
     def __call__(self, seeds: list[int]) -> list:

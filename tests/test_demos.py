@@ -138,10 +138,10 @@ def test_saved_episodes_succeed_and_verify_reproduces_them(made, task):
     assert verify_file(made[task], num_envs=2) == (N, N, [])
 
 
-def _assert_fresh_replay_equals(kwargs: dict, episodes: list, label: str) -> None:
-    """The episodes' actions replayed together in a fresh PickCube env give their recorded env
-    states bit for bit, and their success."""
-    env = fresh_env("PickCube-v1", kwargs, episodes)
+def _assert_fresh_replay_equals(kwargs: dict, episodes: list, label: str, env_id: str = "PickCube-v1") -> None:
+    """The episodes' actions replayed together in a fresh env give their recorded env states bit
+    for bit, and their success."""
+    env = fresh_env(env_id, kwargs, episodes)
     try:
         replayed = record_replay(env, episodes, record_obs=False)
     finally:
@@ -491,27 +491,33 @@ def test_cli_process_exit_code_and_no_traceback(tmp_path):
 
 
 # ---- the runner and the planner -----------------------------------------------------------------------
-def test_a_batch_runs_each_episode_as_its_replay():
+@pytest.mark.parametrize("task", [pytest.param(t, marks=() if t == "PickCube-v1" else slow) for t in TASKS])
+def test_a_batch_runs_each_episode_as_its_replay(task, tmp_path):
     """Each env goes through the stages at its own pace in a fresh env, never restored to a saved
-    state, so the states the run records are exactly those a replay of its actions in another
-    fresh env reaches (closed-loop corrections measured in the run then hold in the replay)."""
+    state, so the states the run records (the demo as saved) are exactly those a replay of its
+    actions in another fresh env reaches (closed-loop corrections measured in the run then hold
+    in the replay)."""
     import gymnasium as gym
 
     from demos.grasp import adapter_for
     from demos.pool import PlannerPool
     from demos.runner import Runner
 
-    kwargs = {"obs_mode": "none", "control_mode": "pd_joint_pos", "physics": {"isolated": True}}
-    env = gym.make("PickCube-v1", num_envs=2, **kwargs).unwrapped
-    pool = PlannerPool(1, warm="panda")
+    solution = SOLUTIONS[task]
+    kwargs = GenerateConfig(task=task, n=1, out=tmp_path / "unused.h5").env_kwargs  # as generate builds its envs
+    kwargs["obs_mode"] = "none"
+    env = gym.make(task, num_envs=2, **kwargs).unwrapped
+    pool = PlannerPool(1, warm=solution.robots[0])
     try:
-        outcomes = Runner(env, SOLUTIONS["PickCube-v1"], pool, adapter_for("panda"), record_obs=False).run([5, 6])
+        outcomes = Runner(env, solution, pool, adapter_for(solution.robots[0]), record_obs=False).run([5, 6])
     finally:
         env.close()
         pool.close()
-    eps = [o.episode for o in outcomes]
-    assert all(o.success for o in outcomes) and eps[0].length != eps[1].length  # neither waited for the other
-    _assert_fresh_replay_equals(kwargs, eps, "run")
+    eps = [o.episode for o in outcomes if o.episode is not None]
+    assert any(o.success for o in outcomes) and eps, [o.reason for o in outcomes]
+    if task == "PickCube-v1":  # seeds whose picks take different times: neither waited for the other
+        assert all(o.success for o in outcomes) and eps[0].length != eps[1].length
+    _assert_fresh_replay_equals(kwargs, eps, "run", task)
 
 
 def test_planner_goes_to_the_first_reachable_goal():

@@ -183,6 +183,33 @@ def test_partial_reset_leaves_other_envs(make):
     assert info["elapsed_steps"].tolist() == [3, 3, 0, 3]
 
 
+def test_paused_env_stands_still_and_the_others_step_as_without_it(make):
+    """An isolated world's paused env keeps its physical state (its drive targets still follow
+    its actions) while the others step bit-identically to an env where none is paused; a reset
+    resumes it."""
+    kwargs = {"num_envs": 2, "control_mode": "pd_joint_delta_pos", "physics": {"isolated": True}}
+    paused, free = make(**kwargs).unwrapped, make(**kwargs).unwrapped
+    actions = [torch.from_numpy(paused.action_space.sample()) for _ in range(4)]
+
+    def physical(env, i):  # actors and articulations of env i, drive targets left out
+        state = env.get_state_dict()
+        return torch.cat([torch.as_tensor(v[i]).flatten() for g in ("actors", "articulations") for v in state[g].values()])
+
+    for env in (paused, free):
+        env.reset(seed=[3, 4])
+    paused.world.pause([1])
+    held = physical(paused, 1)
+    for a in actions:
+        paused.step(a)
+        free.step(a)
+    assert torch.equal(paused.get_state()[0], free.get_state()[0])
+    assert torch.equal(physical(paused, 1), held)
+    assert not torch.equal(physical(free, 1), held)
+    paused.reset(seed=[3, 4])
+    paused.step(actions[0])
+    assert not torch.equal(physical(paused, 1), held)
+
+
 def test_truncation_at_max_episode_steps(make):
     env = make(num_envs=2, max_episode_steps=4)
     env.reset(seed=0)

@@ -6,6 +6,8 @@ Vulkan device.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import sapien
 
@@ -49,7 +51,13 @@ def add_geometry(builder, geom: Geometry, visual: bool, material=None) -> None:
 
 def _axis_frame(joint: Joint) -> sapien.Pose:
     """A frame whose x axis is the joint axis (PhysX joints move along/around x)."""
-    axis = np.asarray(joint.axis, dtype=float)
+    return _frame_along(tuple(float(a) for a in joint.axis))
+
+
+@functools.lru_cache(maxsize=None)
+def _frame_along(axis: tuple[float, float, float]) -> sapien.Pose:
+    """Computed once per axis: every env builds the same robots (read only: callers compose it)."""
+    axis = np.asarray(axis, dtype=float)
     axis /= np.linalg.norm(axis)
     helper = np.array([0.0, 0.0, 1.0]) if abs(axis[0]) > 0.9 else np.array([1.0, 0.0, 0.0])
     y = np.cross(axis, helper)

@@ -323,6 +323,7 @@ class BaseEnv(gym.Env):
             seeds = [int(s) for s in self._seed_source.integers(0, 2**31 - 1, len(env_idx))]
         self.rng.seed(env_idx.tolist(), seeds)
         self.episode_seeds[env_idx] = torch.tensor(seeds, dtype=torch.int64)
+        self.world.resume(env_idx.tolist())
         self._initialize(env_idx)
         info = self.evaluate()
         info["elapsed_steps"] = self.elapsed_steps.clone()

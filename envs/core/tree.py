@@ -24,6 +24,13 @@ def row(tree: Any, i: int) -> Any:
     return np.array(tree[i])
 
 
+def take(tree: Any, index: Any) -> Any:
+    """Every leaf indexed by `index` (a NumPy index, e.g. `(slice(0, t), i)`), as arrays of their own."""
+    if isinstance(tree, dict):
+        return {k: take(v, index) for k, v in tree.items()}
+    return np.array(tree[index])
+
+
 def stack(rows: list) -> Any:
     """A list of trees of one layout -> one tree of NumPy arrays, the list's index first."""
     if isinstance(rows[0], dict):

@@ -330,6 +330,7 @@ class BatchedWorld:
         self.actors: dict[str, ActorGroup] = {}
         self.articulations: dict[str, ArticulationGroup] = {}
         self.hidden: set[str] = set()  # actors observation cameras must not see (goal sites); render cameras do
+        self.paused: set[int] = set()  # isolated envs whose physics is not stepped (see `pause`)
 
     def world_pose(self, i: int, local: sapien.Pose) -> sapien.Pose:
         return sapien.Pose(local.p + self.offsets[i].numpy(), local.q)
@@ -355,9 +356,21 @@ class BatchedWorld:
         self.articulations[name] = group
         return group
 
+    def pause(self, env_idx: list[int]) -> None:
+        """Stops stepping these envs' physics, in an isolated world (elsewhere envs share a system
+        and this does nothing): an env whose episode is over then costs no simulation, and the
+        others step exactly as they would, each alone in its system. A paused env's state stays
+        where it stopped until `resume` (an env reset resumes the envs it resets)."""
+        if self.physics.isolated:
+            self.paused.update(env_idx)
+
+    def resume(self, env_idx: list[int]) -> None:
+        self.paused.difference_update(env_idx)
+
     def step(self) -> None:
-        for system in self.systems:
-            system.step()
+        for i, system in enumerate(self.systems):
+            if i not in self.paused:
+                system.step()
         self.clock.tick()
 
     def state_dict(self) -> dict[str, dict[str, torch.Tensor]]:
