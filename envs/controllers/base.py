@@ -25,7 +25,7 @@ from envs.core.agent import Agent
 from envs.modes import ControlMode
 from envs.robots.base import RobotSpec
 
-ARM_CONTROLLERS: dict[ControlMode, type[ArmController]] = {}  # filled by the subclasses' `mode=`
+ARM_CONTROLLERS: dict[ControlMode, type[ArmController]] = {}  # filled by the subclasses' `mode=`, in ControlMode's order
 
 
 class ArmController:
@@ -45,6 +45,10 @@ class ArmController:
             raise TypeError(f"{cls.__name__}: {mode.value} already has its controller, {ARM_CONTROLLERS[mode].__name__}")
         cls.mode = mode
         ARM_CONTROLLERS[mode] = cls
+        # listed in ControlMode's order (ManiSkill's), whichever file registered first
+        ordered = sorted(ARM_CONTROLLERS.items(), key=lambda kv: list(ControlMode).index(kv[0]))
+        ARM_CONTROLLERS.clear()
+        ARM_CONTROLLERS.update(ordered)
 
     def __init__(self, agent: Agent):
         self.agent = agent
