@@ -20,7 +20,9 @@ HANDLE_HALF = (0.01, 0.025, 0.025)  # the part of the handle between the fingers
 HOOK_FACE = 0.15  # the hook's inner face, along the tool's x
 CUBE_LOCAL_Y = 0.065  # where the cube sits across the hook (its free part spans y 0.025 to 0.1)
 CLEARANCE = 0.01  # between the cube's corner and the hook as the hook comes down
-RAISE = 0.05  # the tool's height above its rest while carried (its hook clears the 4 cm cube by 1 cm)
+# the tool's height above its rest while carried: held near its end, it pivots in the fingertips
+# and its hook, 15 cm out, drops up to 6 cm (0.3 rad) below the level pose
+RAISE = 0.12
 SETTLE_Z = 0.003
 PULL_TO = 0.55  # the cube's distance from the base when the pull ends (success: < 0.6)
 
