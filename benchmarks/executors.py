@@ -43,6 +43,7 @@ def main() -> None:
     p.add_argument("--stages", default="generate,convert", help="generate, convert or both; convert alone makes "
                    "its source with one local generation run, not timed")
     args = p.parse_args()
+    args.stages = set(args.stages.split(","))
     py = sys.executable
     rates: dict[tuple[str, str], list[float]] = {}
     os.environ.setdefault("RAY_AUTH_MODE", "disabled")  # one machine, loopback only: no cluster token to hand round
@@ -57,7 +58,7 @@ def main() -> None:
         _measure(args, py, rates, f"127.0.0.1:{port}")
     finally:
         subprocess.run([*ray_cli, "stop", "--force"], capture_output=True)
-    for stage in [s for s in ("generate", "convert rgbd") if s.split()[0] in args.stages.split(",")]:
+    for stage in [s for s in ("generate", "convert rgbd") if s.split()[0] in args.stages]:
         local = statistics.median(rates[(stage, "local")])
         for ex in ("ray", "ray2"):
             other = statistics.median(rates[(stage, ex)])
@@ -73,7 +74,7 @@ def _measure(args, py: str, rates: dict, address: str) -> None:
 
     with tempfile.TemporaryDirectory() as tmp:
         source = Path(args.source) if args.source else Path(tmp) / "source.h5"
-        timed = "generate" in args.stages.split(",")
+        timed = "generate" in args.stages
         for r in range(args.rounds if timed else 0 if args.source else 1):
             for ex in EXECUTORS if timed else ["local"]:
                 out = Path(tmp) / f"gen_{ex}_{r}.h5"
@@ -87,7 +88,7 @@ def _measure(args, py: str, rates: dict, address: str) -> None:
                 if not source.exists():
                     out.rename(source)
                     Path(str(out)[:-3] + ".json").rename(source.with_suffix(".json"))
-        for r in range(args.rounds if "convert" in args.stages.split(",") else 0):
+        for r in range(args.rounds if "convert" in args.stages else 0):
             for ex in EXECUTORS:
                 out = Path(tmp) / f"conv_{ex}_{r}.h5"
                 cmd = [py, "-m", "replay.cli", "convert", str(source), "--obs-mode", "rgbd", "--count", str(args.convert),
