@@ -33,8 +33,9 @@ HANDLE_HALF = (0.01, 0.025, 0.025)  # the part of the handle between the fingers
 HOOK_FACE = 0.15  # the hook's inner face, along the tool's x
 CUBE_LOCAL_Y = 0.065  # where the cube sits across the hook (its free part spans y 0.025 to 0.1)
 CLEARANCE = 0.01  # between the cube's corner and the hook as the hook comes down
-# the tool's height above its rest while carried: the hook, hanging down, passes over the cube
-RAISE = 0.12
+# the tool's height above its rest while carried: high enough for a hook hanging 35 degrees down
+# to pass over the cube, as it hangs when a position-only controller keeps the hand top-down
+RAISE = 0.16
 SETTLE_Z = 0.003
 # the hand's extra tilts tried in turn for the carry, past the one that levels the tool (deg), and
 # the most it may lean
