@@ -46,7 +46,7 @@ def adapter_for(robot_uid: str) -> GraspAdapter:
     return ADAPTERS[family]
 
 
-def _frame(z: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+def frame_of(z: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     """Quaternions of frames with the given z and (orthogonalised) y axes; (k, 3) each."""
     z = z / z.norm(dim=1, keepdim=True)
     y = y - (y * z).sum(1, keepdim=True) * z
@@ -93,7 +93,7 @@ def top_down_grasp(
         width = 2 * half_size[:, axis]
         closing = rot[:, :, axis]
         for sign in (1.0, -1.0):
-            q = quat_mul(_frame(down, sign * closing), torch.tensor(adapter.tcp_from_grasp).expand(k, 4))
+            q = quat_mul(frame_of(down, sign * closing), torch.tensor(adapter.tcp_from_grasp).expand(k, 4))
             angle = quat_angle(q, reference_q)
             if final_q is not None:
                 angle = angle + quat_angle(q, final_q)

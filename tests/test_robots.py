@@ -90,10 +90,15 @@ def test_gripper_convention(uid):
         axis = finger[:3, :3] @ np.asarray(joint.axis)
         side = np.sign(axis[1])
         assert np.allclose(axis, [0.0, side, 0.0], atol=1e-6)  # opens along +-y
-        (pad,) = [g for g in model.links[model.link_index(joint.child)].collisions if g.kind == "box"]
-        centre = finger @ np.append(pad.origin.xyz, 1.0)
-        assert abs(centre[1] - side * pad.size[1] / 2) < 1e-6  # inner face at y = 0
-        assert centre[2] - pad.size[2] / 2 < 0.0 < centre[2] + pad.size[2] / 2  # TCP between the pads
+        boxes = [g for g in model.links[model.link_index(joint.child)].collisions if g.kind == "box"]
+        poses = [finger @ g.origin.matrix() for g in boxes]  # each box in the TCP frame
+        # half extents along the TCP's axes (boxes may be turned)
+        half = [np.abs(m[:3, :3]) @ (np.asarray(g.size) / 2) for g, m in zip(boxes, poses)]
+        # the pad: the one box whose extent along z holds the TCP (TCP between the pads)
+        (k,) = [i for i, (m, h) in enumerate(zip(poses, half)) if m[2, 3] - h[2] < 0.0 < m[2, 3] + h[2]]
+        # its inner face at y = 0 (ManiSkill's Panda tips reach 0.02 mm past it), no box further in
+        assert abs(poses[k][1, 3] - side * half[k][1]) < 5e-5
+        assert all(side * (m[1, 3] - side * h[1]) > -5e-5 for m, h in zip(poses, half))
 
 
 def test_rest_pose_points_down_above_the_workspace(make, uid):

@@ -71,7 +71,14 @@ def _rows() -> list[Row]:
             lambda: _inertia("panda_link3"), _URDF, tol=1e-6),
         Row("fingers: static, dynamic friction, restitution, patch radius, min patch radius", (2.0, 2.0, 0.0, 0.1, 0.1),
             lambda: _finger_material(), _AGENT, tol=1e-6),
-        Row("collision geometry", "meshes (franka_description)", lambda: "primitives (boxes, cylinders)", _URDF,
+        Row("panda_leftfinger: collision boxes (half size, centre, roll); the right finger mirrored in y",
+            (((0.011, 0.0044, 0.0019), (0.0, 0.0068, 0.0022), 0.0),
+             ((0.011, 0.0075, 0.01), (0.0, 0.0185, 0.011), 0.0),
+             ((0.00875, 0.0035, 0.01175), (0.0, 0.0159, 0.02835), math.pi / 6),
+             ((0.00875, 0.0076, 0.00925), (0.0, 0.00758, 0.04525), 0.0)),
+            lambda: _finger_boxes(), _URDF, tol=1e-6),
+        Row("collision geometry (links other than the fingers)", "meshes (franka_description)",
+            lambda: "primitives (boxes, cylinders)", _URDF,
             deviation="we ship no ManiSkill assets: primitive collision shapes, kinematics held equal"),
     ]
     return rows
@@ -105,6 +112,29 @@ def _finger_material():
             out.add((m.static_friction, m.dynamic_friction, m.restitution, shape.patch_radius, shape.min_patch_radius))
     (only,) = out
     return only
+
+
+def _finger_boxes():
+    """Read back from the simulator: the left finger's collision boxes (half size, centre, roll
+    about x), lowest first, each matched by the right finger's box mirrored in y (else an error)."""
+    links = _live_panda().agent.group.links[0]
+
+    def boxes(name: str, sign: float) -> tuple:
+        out = []
+        for shape in links[name].get_collision_shapes():
+            pose = shape.local_pose
+            w, x = float(pose.q[0]), float(pose.q[1])
+            if abs(float(pose.q[2])) > 1e-7 or abs(float(pose.q[3])) > 1e-7:
+                raise AssertionError(f"{name}: a collision box turned about an axis other than x")
+            out.append((tuple(round(float(h), 7) for h in shape.half_size),
+                        tuple(round(float(c), 7) for c in (pose.p[0], sign * pose.p[1], pose.p[2])),
+                        round(sign * 2 * math.atan2(x, w), 7)))
+        return tuple(sorted(out, key=lambda b: b[1][2]))
+
+    left = boxes("panda_leftfinger", 1.0)
+    if left != boxes("panda_rightfinger", -1.0):
+        raise AssertionError("the right finger's collision boxes are not the left's mirrored in y")
+    return left
 
 
 def _inertia(name: str):
