@@ -17,6 +17,12 @@ from envs.robots import get_robot
 
 VEL_LIMIT = 2.0  # rad/s, every arm joint
 ACC_LIMIT = 5.0  # rad/s^2
+# rad/s: the TCP turns no faster, so the demos convert into the end-effector delta modes that
+# step from the measured pose (pd_ee_delta_pose bounds a step's turn to 0.1 rad, and an arm
+# chasing a target 0.1 rad ahead of where it is turns about 0.06 rad a step at 20 Hz; faster
+# turns in a source cost the conversion a corrective step each and it runs out of them).
+# ManiSkill's planner turns at most 0.063 rad a step in its PegInsertionSide demos.
+TURN_LIMIT = 1.6
 
 
 @dataclass(frozen=True)
@@ -41,6 +47,7 @@ class PlanRequest:
     screw_only: bool = False
     control_dt: float = 0.05
     speed: float = 1.0  # scales the joint velocity limit (and the acceleration limit by its square)
+    turn_limit: float | None = None  # rad/s: the TCP turns no faster (the plan is slowed to match); None: any
 
 
 class ArmPlanner:
@@ -142,7 +149,24 @@ class ArmPlanner:
                 result = self.planner.plan_qpos([q_goal], qpos, time_step=req.control_dt, planning_time=1.0)
         if result["status"] != "Success":
             return None, str(result["status"])
-        return np.asarray(result["position"], dtype=np.float32), "Success"
+        traj = np.asarray(result["position"], dtype=np.float32)
+        if req.turn_limit is not None:
+            over = self._max_turn(qpos, traj) / (req.turn_limit * req.control_dt)
+            if over > 1:
+                traj = _stretch(qpos[self.planner.move_group_joint_indices], traj, over)
+        return traj, "Success"
+
+    def _max_turn(self, qpos: np.ndarray, traj: np.ndarray) -> float:
+        """The largest turn of the TCP (rad) from one row of traj to the next, from qpos on."""
+        pl, pin = self.planner, self.planner.pinocchio_model
+        ee, group = pl.link_name_2_idx[pl.move_group], pl.move_group_joint_indices
+        q, quats = qpos.copy(), []
+        for row in (qpos[group], *traj):
+            q[group] = row
+            pin.compute_forward_kinematics(q)
+            quats.append(np.asarray(pin.get_link_pose(ee).q))
+        dots = np.abs(np.sum(np.asarray(quats[1:]) * np.asarray(quats[:-1]), axis=1))
+        return float(2 * np.arccos(np.clip(dots, 0.0, 1.0)).max())
 
 
 def _slerp(q0: np.ndarray, q1: np.ndarray, t: float, angle: float) -> np.ndarray:
@@ -150,6 +174,15 @@ def _slerp(q0: np.ndarray, q1: np.ndarray, t: float, angle: float) -> np.ndarray
         return q0
     half = angle / 2
     return (np.sin((1 - t) * half) * q0 + np.sin(t * half) * q1) / np.sin(half)
+
+
+def _stretch(start: np.ndarray, traj: np.ndarray, factor: float) -> np.ndarray:
+    """traj (T, D), which leaves `start` (D,), run `factor` times slower: the same path, resampled
+    at the same period (velocities divided by factor, accelerations by its square)."""
+    path = np.vstack((start[None], traj))
+    t = np.arange(1, int(np.ceil(len(traj) * factor)) + 1) / factor
+    return np.stack([np.interp(np.minimum(t, len(traj)), np.arange(len(path)), path[:, j]) for j in range(path.shape[1])],
+                    1).astype(np.float32)
 
 
 def _trapezoid(path: np.ndarray, vel: float, acc: float, dt: float) -> np.ndarray:

@@ -148,6 +148,7 @@ class Runner:
                     screw_only=stage.screw_only,
                     control_dt=1.0 / env.control_freq,
                     speed=self.speed * stage.speed,
+                    turn_limit=self.solution.turn_limit,
                 )
             )
         plans = {}

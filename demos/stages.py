@@ -54,6 +54,15 @@ class Settle:
 Stage = Union[MoveTo, Grip, Settle]
 
 
+# rad/s: the TCP turn rate at which demos convert into the end-effector delta modes that step
+# from the measured pose. In pd_ee_delta_pose an arm driven at the rotation bound (0.1 rad a step
+# from where it is) turns 0.039 rad a step at 20 Hz, so a source that turns faster costs its
+# conversion corrective steps (at most 20 an episode): at 0.06 rad a step (this limit) about one
+# for every two steps of turning; the 0.12-0.2 of full-speed plans ran out of them. ManiSkill's
+# planner turns at most 0.063 rad a step in its PegInsertionSide demos.
+TURN_LIMIT = 1.2
+
+
 @dataclass(frozen=True)
 class Solution:
     env_id: str
@@ -65,6 +74,9 @@ class Solution:
     # kwargs) when the task's own is too short for a planned solution, as ManiSkill's own
     # motion-planning demos run past it; None: the task's limit
     max_episode_steps: int | None = None
+    # rad/s: no planned move turns the TCP faster (it is slowed to match; TURN_LIMIT); None: as
+    # fast as the joints' limits allow, for a task whose time limit leaves no room for slower turns
+    turn_limit: float | None = None
 
 
 def with_hold(solution: Solution, hold: int) -> Solution:

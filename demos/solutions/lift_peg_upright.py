@@ -2,7 +2,7 @@
 upright (the gripper horizontal), set its lower end on the table, let go."""
 
 from demos.primitives import attr, grasp_at, lift, pick, pose_of, stand_upright, table_boxes
-from demos.stages import CLOSED, OPEN, Grip, MoveTo, Settle, Solution
+from demos.stages import CLOSED, OPEN, Grip, MoveTo, Settle, Solution, TURN_LIMIT
 
 CLEAR = 0.16  # lift: the turning peg's corners (12.3 cm from its centre) then clear the table
 # the gripper's final approach, degrees from the direction away from the robot's base: not
@@ -29,5 +29,6 @@ SOLUTION = Solution(
         Settle(steps=40, hold=8),  # the released peg may rock for a moment on its end
     ),
     obstacles=table_boxes,
+    turn_limit=TURN_LIMIT,
     max_episode_steps=150,  # the task's 50 steps (2.5 s) are too few for a planned pick and turn
 )

@@ -7,7 +7,7 @@ steps re-aimed the same way, to just short of the hole's centre."""
 import torch
 
 from demos.primitives import attr, first_reachable, grasp_at, insert, lift, parts_of, pick, scene, table_boxes, tilted
-from demos.stages import CLOSED, MoveTo, Settle, Solution
+from demos.stages import CLOSED, MoveTo, Settle, Solution, TURN_LIMIT
 from envs.core.pose import pose_mul, quat_apply
 
 HEAD_AT = -0.003  # the head's final x in the hole's frame: 12 mm past what success needs (-0.015)
@@ -55,5 +55,6 @@ SOLUTION = Solution(
     + insert("peg", attr("box_hole_pose"), depth, approach=before_opening(0.04), steps=STEPS, speed=SLOW)
     + (Settle(steps=10, hold=3),),
     obstacles=scene(table_boxes, parts_of("box", "box_parts")),
-    max_episode_steps=150,  # the task's 100 steps (5 s) leave too little for the re-aims
+    turn_limit=TURN_LIMIT,
+    max_episode_steps=200,  # the task's 100 steps (5 s) leave too little for the re-aims and slowed turns
 )

@@ -6,7 +6,7 @@ on the axis, then push home slowly in short straight steps, re-aimed the same wa
 import torch
 
 from demos.primitives import attr, first_reachable, grasp_at, insert, lift, parts_of, pick, pose_of, scene, table_boxes, yawed
-from demos.stages import CLOSED, MoveTo, Settle, Solution
+from demos.stages import CLOSED, MoveTo, Settle, Solution, TURN_LIMIT
 from envs.core.pose import pose_mul
 from envs.tasks.plug_charger import BASE_HALF
 
@@ -48,4 +48,5 @@ SOLUTION = Solution(
              steps=(0.025, 0.022, 0.022, (0.013, SLOW), (0.007, SLOW)), speed=SLOW)
     + (Settle(steps=10, hold=3),),
     obstacles=scene(table_boxes, parts_of("receptacle", "receptacle_parts")),
+    turn_limit=TURN_LIMIT,
 )

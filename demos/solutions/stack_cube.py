@@ -22,7 +22,7 @@ from demos.primitives import (
     yawed,
 )
 
-from demos.stages import CLOSED, OPEN, Grip, MoveTo, Settle, Solution
+from demos.stages import CLOSED, OPEN, Grip, MoveTo, Settle, Solution, TURN_LIMIT
 
 GRASP = grasp_target("cubeA", "cube_half_sizes", clear_of=position_of("cubeB"))
 # where the wrist cannot reach a grasp or a placing, the cube's symmetry gives others: the hand
@@ -53,5 +53,6 @@ SOLUTION = Solution(
         Settle(),
     ),
     obstacles=scene(table_boxes, box_of("cubeB", "cube_half_sizes")),
+    turn_limit=TURN_LIMIT,
     max_episode_steps=100,  # about a third of planned stacks (40-58 steps) pass the task's 50
 )

@@ -11,7 +11,7 @@ import math
 import torch
 
 from demos.primitives import box_of, grasp_at, lift, place_at, pose_of, pre_grasp, scene, table_boxes
-from demos.stages import CLOSED, OPEN, Grip, MoveTo, Settle, Solution
+from demos.stages import CLOSED, OPEN, Grip, MoveTo, Settle, Solution, TURN_LIMIT
 from envs.core.pose import axis_angle_to_quat, quat_apply, quat_mul
 
 HALF = 0.02
@@ -146,4 +146,5 @@ SOLUTION = Solution(
         Settle(hold=3),  # cubeC comes to rest on two cubes: end off the edge of "static", so replays reproduce it
     ),
     obstacles=scene(table_boxes, box_of("cubeB", "cube_half_sizes"), _loose_cubes),
+    turn_limit=TURN_LIMIT,
 )
