@@ -21,6 +21,7 @@ from pathlib import Path
 import h5py
 import numpy as np
 import pytest
+import torch
 
 from demos.cli import main
 from demos.generate import GenerateConfig, generate
@@ -510,10 +511,15 @@ def test_a_batch_runs_each_episode_as_its_replay(task, tmp_path):
     pool = PlannerPool(1, warm=solution.robots[0])
     try:
         outcomes = Runner(env, solution, pool, adapter_for(solution.robots[0]), record_obs=False).run([5, 6])
+        eps = [o.episode for o in outcomes if o.episode is not None]
+        if solution.turn_limit is not None:  # the TCP's targets turn no faster than the solution allows
+            for ep in eps:
+                tcp = env.agent.kinematics.tcp_pose(torch.from_numpy(ep.actions[:, env.agent.arm]).double())
+                dots = (tcp[1:, 3:] * tcp[:-1, 3:]).sum(1).abs().clamp(max=1)
+                assert (2 * torch.acos(dots)).max() <= solution.turn_limit / env.control_freq + 1e-3
     finally:
         env.close()
         pool.close()
-    eps = [o.episode for o in outcomes if o.episode is not None]
     assert any(o.success for o in outcomes) and eps, [o.reason for o in outcomes]
     if task == "PickCube-v1":  # seeds whose picks take different times: neither waited for the other
         assert all(o.success for o in outcomes) and eps[0].length != eps[1].length
@@ -540,3 +546,38 @@ def test_planner_goes_to_the_first_reachable_goal():
     end[planner.planner.move_group_joint_indices] = traj[-1]
     pin.compute_forward_kinematics(end)
     np.testing.assert_allclose(pin.get_link_pose(ee).p, near[:3], atol=2e-3)
+
+
+def test_a_turn_limit_slows_the_plan_and_keeps_its_path():
+    """A plan held to a turn limit is the full-speed plan's path, resampled slower."""
+    from demos.planner import ArmPlanner, PlanRequest
+    from envs.core.pose import quat_mul
+    from envs.robots import get_robot
+
+    planner = ArmPlanner("panda")
+    qpos = np.asarray(get_robot("panda").rest_qpos, dtype=np.float64)
+    pin = planner.planner.pinocchio_model
+    ee = planner.planner.link_name_2_idx[planner.planner.move_group]
+    group = planner.planner.move_group_joint_indices
+    pin.compute_forward_kinematics(qpos)
+    start = pin.get_link_pose(ee)
+    half = np.radians(60) / 2  # a 60 degree turn about the vertical, 5 cm down
+    turned = quat_mul(torch.tensor([[np.cos(half), 0, 0, np.sin(half)]]), torch.tensor(np.asarray(start.q))[None]).numpy()[0]
+    goal = (*(np.asarray(start.p) + [0.0, 0.0, -0.05]), *turned)
+
+    def turns(traj):
+        q, quats = qpos.copy(), []
+        for row in (qpos[group], *traj):
+            q[group] = row
+            pin.compute_forward_kinematics(q)
+            quats.append(np.asarray(pin.get_link_pose(ee).q))
+        dots = np.abs(np.sum(np.asarray(quats[1:]) * np.asarray(quats[:-1]), axis=1))
+        return 2 * np.arccos(np.clip(dots, 0, 1))
+
+    fast, _ = planner.plan(PlanRequest("panda", tuple(qpos), goal))
+    slow, _ = planner.plan(PlanRequest("panda", tuple(qpos), goal, turn_limit=0.8))
+    assert turns(fast).max() > 0.05  # full speed turns faster than the limit asks: the limit has work to do
+    assert turns(slow).max() <= 0.8 * 0.05 + 1e-3 and len(slow) > len(fast)
+    np.testing.assert_allclose(slow[-1], fast[-1], atol=1e-5)  # the same path to the same end
+    assert abs(turns(slow).sum() - turns(fast).sum()) < 0.02
+
