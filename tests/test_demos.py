@@ -492,6 +492,12 @@ def test_cli_process_exit_code_and_no_traceback(tmp_path):
 
 
 # ---- the runner and the planner -----------------------------------------------------------------------
+def _tcp_turns(kinematics, arm_rows: np.ndarray) -> torch.Tensor:
+    """(T,) the TCP's turn (rad) from each row of arm joint positions (T + 1, n) to the next."""
+    tcp = kinematics.tcp_pose(torch.from_numpy(np.asarray(arm_rows)).double())
+    return 2 * torch.acos((tcp[1:, 3:] * tcp[:-1, 3:]).sum(1).abs().clamp(max=1))
+
+
 @pytest.mark.parametrize("task", [pytest.param(t, marks=() if t == "PickCube-v1" else slow) for t in TASKS])
 def test_a_batch_runs_each_episode_as_its_replay(task, tmp_path):
     """Each env goes through the stages at its own pace in a fresh env, never restored to a saved
@@ -514,9 +520,8 @@ def test_a_batch_runs_each_episode_as_its_replay(task, tmp_path):
         eps = [o.episode for o in outcomes if o.episode is not None]
         if solution.turn_limit is not None:  # the TCP's targets turn no faster than the solution allows
             for ep in eps:
-                tcp = env.agent.kinematics.tcp_pose(torch.from_numpy(ep.actions[:, env.agent.arm]).double())
-                dots = (tcp[1:, 3:] * tcp[:-1, 3:]).sum(1).abs().clamp(max=1)
-                assert (2 * torch.acos(dots)).max() <= solution.turn_limit / env.control_freq + 1e-3
+                turns = _tcp_turns(env.agent.kinematics, ep.actions[:, env.agent.arm])
+                assert turns.max() <= solution.turn_limit / env.control_freq + 1e-3
     finally:
         env.close()
         pool.close()
@@ -553,26 +558,23 @@ def test_a_turn_limit_slows_the_plan_and_keeps_its_path():
     from demos.planner import ArmPlanner, PlanRequest
     from envs.core.pose import quat_mul
     from envs.robots import get_robot
+    from envs.robots.kinematics import ChainKinematics
 
+    spec = get_robot("panda")
     planner = ArmPlanner("panda")
-    qpos = np.asarray(get_robot("panda").rest_qpos, dtype=np.float64)
+    qpos = np.asarray(spec.rest_qpos, dtype=np.float64)
     pin = planner.planner.pinocchio_model
-    ee = planner.planner.link_name_2_idx[planner.planner.move_group]
-    group = planner.planner.move_group_joint_indices
     pin.compute_forward_kinematics(qpos)
-    start = pin.get_link_pose(ee)
+    start = pin.get_link_pose(planner.planner.link_name_2_idx[planner.planner.move_group])
+    group = planner.planner.move_group_joint_indices
     half = np.radians(60) / 2  # a 60 degree turn about the vertical, 5 cm down
     turned = quat_mul(torch.tensor([[np.cos(half), 0, 0, np.sin(half)]]), torch.tensor(np.asarray(start.q))[None]).numpy()[0]
     goal = (*(np.asarray(start.p) + [0.0, 0.0, -0.05]), *turned)
 
+    kin = ChainKinematics(spec.model, spec.tcp_link, spec.arm_indices)
+
     def turns(traj):
-        q, quats = qpos.copy(), []
-        for row in (qpos[group], *traj):
-            q[group] = row
-            pin.compute_forward_kinematics(q)
-            quats.append(np.asarray(pin.get_link_pose(ee).q))
-        dots = np.abs(np.sum(np.asarray(quats[1:]) * np.asarray(quats[:-1]), axis=1))
-        return 2 * np.arccos(np.clip(dots, 0, 1))
+        return _tcp_turns(kin, np.vstack((qpos[group][None], traj))).numpy()
 
     fast, _ = planner.plan(PlanRequest("panda", tuple(qpos), goal))
     slow, _ = planner.plan(PlanRequest("panda", tuple(qpos), goal, turn_limit=0.8))
