@@ -17,12 +17,6 @@ from envs.robots import get_robot
 
 VEL_LIMIT = 2.0  # rad/s, every arm joint
 ACC_LIMIT = 5.0  # rad/s^2
-# rad/s: the TCP turns no faster, so the demos convert into the end-effector delta modes that
-# step from the measured pose (pd_ee_delta_pose bounds a step's turn to 0.1 rad, and an arm
-# chasing a target 0.1 rad ahead of where it is turns about 0.06 rad a step at 20 Hz; faster
-# turns in a source cost the conversion a corrective step each and it runs out of them).
-# ManiSkill's planner turns at most 0.063 rad a step in its PegInsertionSide demos.
-TURN_LIMIT = 1.6
 
 
 @dataclass(frozen=True)

@@ -582,4 +582,3 @@ def test_a_turn_limit_slows_the_plan_and_keeps_its_path():
     assert turns(slow).max() <= 0.8 * 0.05 + 1e-3 and len(slow) > len(fast)
     np.testing.assert_allclose(slow[-1], fast[-1], atol=1e-5)  # the same path to the same end
     assert abs(turns(slow).sum() - turns(fast).sum()) < 0.02
-
