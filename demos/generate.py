@@ -11,6 +11,7 @@ the old file survives an interrupted run; `resume` then continues the pending fi
 
 from __future__ import annotations
 
+import math
 import platform
 import re
 import time
@@ -210,23 +211,35 @@ def generate(cfg: GenerateConfig, on_progress: Callable[[Progress], None] | None
         failures: Counter[str] = Counter()  # failure reasons, numbers blanked: "solution took # steps > ..."
         example: dict[str, str] = {}
         done: dict[int, list] = {}  # finished batches waiting for earlier ones
-        next_batch = commit_batch = 0
+        span: dict[int, tuple[int, int]] = {}  # submitted batch -> its first attempt and its size
+        next_batch = commit_batch = kept = 0
         while writer.num_episodes < cfg.n:
-            while workers.idle and (next_batch - commit_batch) * cfg.num_envs < 1.05 * (cfg.n - writer.num_episodes):
-                first = next_attempt + next_batch * cfg.num_envs
-                workers.submit(next_batch, [cfg.seed + (first + b) * k + i for b in range(cfg.num_envs)])
+            # attempts in flight cover the demos still wanted at the rate kept so far, with 5 % to
+            # spare; when fewer are wanted than the idle workers' envs (at the start or the end of
+            # a run), they are shared out among them as smaller batches (an env per seed), not run
+            # as whole ones. Which attempts are kept does not depend on it: the first n, in order
+            rate = max(kept / progress.attempts, 0.1) if progress.attempts else 1.0
+            while workers.idle:
+                wanted = math.ceil(1.05 * (cfg.n - writer.num_episodes) / rate) - sum(s for _, s in span.values())
+                if wanted <= 0:
+                    break
+                size = min(cfg.num_envs, math.ceil(wanted / workers.idle))
+                first = next_attempt
+                workers.submit(next_batch, [cfg.seed + (first + b) * k + i for b in range(size)])
+                span[next_batch] = (first, size)
+                next_attempt += size
                 next_batch += 1
             batch, outcomes = workers.next_result()
             done[batch] = outcomes
             progress.retried = workers.retried
             while commit_batch in done and writer.num_episodes < cfg.n:
                 outcomes = done.pop(commit_batch)
-                first = next_attempt + commit_batch * cfg.num_envs
+                first, size = span.pop(commit_batch)
                 commit_batch += 1
-                progress.attempts += cfg.num_envs
+                progress.attempts += size
                 if isinstance(outcomes, Lost):  # its workers kept dying: the whole batch failed
                     progress.lost += 1
-                    failures[outcomes.reason] += cfg.num_envs
+                    failures[outcomes.reason] += size
                     example.setdefault(outcomes.reason, outcomes.reason)
                     outcomes = []
                 for b, o in enumerate(outcomes):
@@ -236,6 +249,7 @@ def generate(cfg: GenerateConfig, on_progress: Callable[[Progress], None] | None
                         failures[kind] += 1
                         example.setdefault(kind, o.reason)
                     keep = o.episode is not None and (o.success or not cfg.only_success)
+                    kept += keep
                     if keep and writer.num_episodes < cfg.n:
                         o.episode.info = {"attempt": first + b, "reason": o.reason}
                         writer.add_staged(o.episode, cfg.control_mode)

@@ -8,6 +8,7 @@ step, ready to execute as pd_joint_pos targets.
 
 from __future__ import annotations
 
+import zlib
 from dataclasses import dataclass
 
 import numpy as np
@@ -115,7 +116,10 @@ class ArmPlanner:
 
     def plan(self, req: PlanRequest) -> tuple[np.ndarray | None, str]:
         """(T, n_arm) joint targets to the first goal that can be reached, or None and why the
-        first could not."""
+        first could not. The plan depends on the request alone: mplib's random sampling (IK
+        starts, RRTConnect) is seeded from the request's contents, so the same seeds give the same
+        episodes whichever process planned them, and in whatever order."""
+        self._mplib.set_global_seed(zlib.crc32(repr(req).encode()))
         self._set_obstacles(req.obstacles, req.attached)
         first = None
         for goal in (req.goal, *req.fallbacks):

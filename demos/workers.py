@@ -45,7 +45,7 @@ class _Generator:
         # batch's seeds, so an episode of seed s has ManiSkill's scene of reset(seed=s)
         scene = TASKS[job.env_id].seeded_scene_kwargs
         self.make_env = lambda seeds=(): gym.make(
-            job.env_id, num_envs=job.num_envs, **job.env_kwargs, **(scene(seeds) if seeds else {})
+            job.env_id, num_envs=len(seeds) or job.num_envs, **job.env_kwargs, **(scene(seeds) if seeds else {})
         ).unwrapped
         solution = with_hold(solution_for(job.env_id), job.hold)
         self.runner = Runner(self.make_env(), solution, self.pool, adapter_for(job.robot_uid), job.record_obs, job.speed)
@@ -54,8 +54,11 @@ class _Generator:
     def __call__(self, seeds: list[int]) -> list:
         # every batch runs in a newly built env (a quarter second): a reset of a used env leaves
         # PhysX state that moves the last bits of contacts, so only a fresh env runs each episode
-        # exactly as its replay will, and the closed-loop corrections measured in the run hold
-        if self.used or type(self.runner.env).seeded_scene_kwargs(seeds):
+        # exactly as its replay will, and the closed-loop corrections measured in the run hold.
+        # A batch may be smaller than num_envs (the last few attempts of a run): its env has one
+        # env per seed
+        env = self.runner.env
+        if self.used or len(seeds) != env.num_envs or type(env).seeded_scene_kwargs(seeds):
             self.runner.env.close()
             self.runner.env = self.make_env(seeds)
         self.used = True

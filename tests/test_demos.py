@@ -171,6 +171,27 @@ def test_every_episode_replays_bit_identically_in_shuffled_batches(tmp_path):
 
 
 @slow
+def test_the_same_seeds_give_the_same_episodes_in_any_batches(tmp_path):
+    """Which attempts a run makes and how it batches them does not change its episodes: one
+    worker with a batch of 3 against two workers sharing the 4 attempts a run of 3 makes (two
+    batches of 2, not two whole batches of 4)."""
+    def episodes(path):
+        f = TrajectoryFile(path)
+        try:
+            return [(e["seed"], f.episode(e["episode_id"], with_obs=False).actions) for e in f.episodes]
+        finally:
+            f.close()
+
+    one = generate(GenerateConfig(task="PickCube", n=3, out=tmp_path / "one.h5", num_envs=3, workers=1))
+    two = generate(GenerateConfig(task="PickCube", n=3, out=tmp_path / "two.h5", num_envs=4, workers=2))
+    assert one.attempts == 3 and two.attempts == 4  # ceil(1.05 * 3) attempts shared out: 2 + 2
+    a, b = episodes(tmp_path / "one.h5"), episodes(tmp_path / "two.h5")
+    assert [s for s, _ in a] == [s for s, _ in b]
+    for (_, x), (_, y) in zip(a, b):
+        np.testing.assert_array_equal(x, y)
+
+
+@slow
 def test_cli_list_info_verify(made, capsys):
     assert main(["list"]) == 0
     out = capsys.readouterr().out
@@ -403,8 +424,9 @@ def test_a_run_where_nothing_succeeds_stops_with_the_reason(tmp_path, monkeypatc
 
     monkeypatch.setattr(gen, "HOPELESS_ATTEMPTS", 8)
     out = tmp_path / "slow.h5"
-    with pytest.raises(ValueError, match=r"no attempt succeeded in 8; the most common failure \(8 of them\): solution took \d+ steps > max_episode_steps 50"):
+    with pytest.raises(ValueError, match=r"no attempt succeeded in (\d+); the most common failure \(\1 of them\): solution took \d+ steps > max_episode_steps 50") as stop:
         _gen("PickCube-v1", out, n=2, workers=2, speed=0.25, hold=10)
+    assert 8 <= int(re.search(r"in (\d+);", str(stop.value)).group(1)) < 8 + 2 * 2  # stopped within a round of batches
     assert list(tmp_path.iterdir()) == []
 
 
@@ -582,3 +604,32 @@ def test_a_turn_limit_slows_the_plan_and_keeps_its_path():
     assert turns(slow).max() <= 0.8 * 0.05 + 1e-3 and len(slow) > len(fast)
     np.testing.assert_allclose(slow[-1], fast[-1], atol=1e-5)  # the same path to the same end
     assert abs(turns(slow).sum() - turns(fast).sum()) < 0.02
+
+
+def test_a_plan_depends_on_its_request_alone():
+    """A box on the straight line to the goal leaves it to RRTConnect, whose sampling is random:
+    the same request gives the same plan in another planner and after other requests, so
+    generation's episodes do not depend on which worker planned them or in what order."""
+    from demos.planner import ArmPlanner, Box, PlanRequest
+    from envs.robots import get_robot
+
+    qpos = np.asarray(get_robot("panda").rest_qpos, dtype=np.float64)
+    first = ArmPlanner("panda")
+    pin = first.planner.pinocchio_model
+    pin.compute_forward_kinematics(qpos)
+    start = pin.get_link_pose(first.planner.link_name_2_idx[first.planner.move_group])
+    p, q = np.asarray(start.p), tuple(start.q)
+    box = Box("box", (*(p + [0.0, 0.15, -0.05]), 1.0, 0.0, 0.0, 0.0), (0.03, 0.03, 0.03))
+
+    def request(dz):
+        return PlanRequest("panda", tuple(qpos), (*(p + [0.0, 0.3, dz]), *q), obstacles=(box,))
+
+    first._set_obstacles(request(-0.1).obstacles, None)
+    assert "collision" in first._plan_straight(first._mplib.Pose(request(-0.1).goal[:3], q), qpos, 0.05, 1.0)["status"]
+    a, why = first.plan(request(-0.1))
+    assert a is not None, why
+    first.plan(request(-0.08))
+    again, _ = first.plan(request(-0.1))
+    other, _ = ArmPlanner("panda").plan(request(-0.1))
+    np.testing.assert_array_equal(a, again)
+    np.testing.assert_array_equal(a, other)
