@@ -204,7 +204,9 @@ def generate(cfg: GenerateConfig, on_progress: Callable[[Progress], None] | None
         # tasks; mplib for their planner processes) and built no env, so none imports it all again
         # (seconds of CPU each)
         if cfg.executor_kind is Executor.LOCAL:
-            import mplib  # noqa: F401
+            from demos.planner import import_mplib
+
+            import_mplib()
         workers = make_pool(cfg.executor_kind, job, cfg.workers, address=cfg.address, start="fork")
         next_attempt = max((e["info"]["attempt"] + 1 for e in writer.meta["episodes"]), default=0)
         progress = Progress(writer.num_episodes, 0, 0, 0.0, resumed_from=writer.num_episodes)

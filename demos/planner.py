@@ -8,6 +8,9 @@ step, ready to execute as pd_joint_pos targets.
 
 from __future__ import annotations
 
+import importlib
+import sys
+import types
 import zlib
 from dataclasses import dataclass
 
@@ -45,12 +48,34 @@ class PlanRequest:
     turn_limit: float | None = None  # rad/s: the TCP turns no faster (the plan is slowed to match); None: any
 
 
+class _OnFirstUse(types.ModuleType):
+    """Stands in sys.modules for a module not yet imported, and imports it (taking its contents)
+    at the first use of one of its attributes."""
+
+    def __getattr__(self, attr: str):
+        if sys.modules.get(self.__name__) is self:
+            del sys.modules[self.__name__]
+        real = importlib.import_module(self.__name__)
+        self.__dict__.update(real.__dict__)
+        return getattr(real, attr)
+
+
+def import_mplib():
+    """mplib, without the part of its import it never plans with: its time-parametrisation
+    library (toppra) imports matplotlib.pyplot at import time for plots no planner draws, half
+    a second of CPU in every command and worker. pyplot is imported at its first use instead."""
+    if "matplotlib.pyplot" not in sys.modules:
+        sys.modules["matplotlib.pyplot"] = _OnFirstUse("matplotlib.pyplot")
+    import mplib
+
+    return mplib
+
+
 class ArmPlanner:
     """One mplib planner per robot; obstacles are replaced on every call."""
 
     def __init__(self, robot_uid: str):
-        import mplib  # imported here: planning runs in its own processes
-
+        mplib = import_mplib()  # imported here: planning runs in its own processes
         self._mplib = mplib
         spec = get_robot(robot_uid)
         self.spec = spec

@@ -633,3 +633,23 @@ def test_a_plan_depends_on_its_request_alone():
     other, _ = ArmPlanner("panda").plan(request(-0.1))
     np.testing.assert_array_equal(a, again)
     np.testing.assert_array_equal(a, other)
+
+
+def test_mplib_is_imported_without_pyplot_and_pyplot_still_works():
+    """toppra (under mplib) imports matplotlib.pyplot for plots a planner never draws: it is
+    imported at its first use instead, and then works as imported."""
+    code = (
+        "import sys\n"
+        "from demos.planner import import_mplib\n"
+        "import_mplib()\n"
+        "assert 'matplotlib.figure' not in sys.modules\n"  # what pyplot imports
+        "import matplotlib\n"
+        "matplotlib.use('Agg')\n"
+        "import matplotlib.pyplot as plt\n"
+        "import toppra.algorithm.algorithm as a\n"
+        "fig = plt.figure()\n"
+        "a.plt.plot([0, 1], [0, 1])\n"
+        "assert plt.gcf() is fig and type(sys.modules['matplotlib.pyplot']).__name__ == 'module'\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
