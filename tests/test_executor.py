@@ -4,6 +4,7 @@ Ray give the local executor's episodes; a two-node cluster losing a node mid-run
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -225,6 +226,18 @@ def two_nodes(tmp_path):
         subprocess.run([_ray_cli(), "stop", "--force"], env=env, capture_output=True)
 
 
+def _node_workers(node_group: int) -> dict[int, str]:
+    """pid -> title of the worker processes of the node whose raylet is in process group
+    `node_group`: children of the raylet, in process groups of their own (so killing the node's
+    group leaves them running until they notice). Ray titles a worker `ray::_Actor.run` while it
+    runs a task."""
+    rows = [line.split(None, 3) for line in subprocess.run(["ps", "-eo", "pid=,ppid=,pgid=,args="], capture_output=True,
+                                                           text=True).stdout.splitlines()]
+    rows = [r for r in rows if len(r) == 4]
+    node = {pid for pid, _, pgid, _ in rows if pgid == str(node_group)}
+    return {int(pid): args for pid, ppid, _, args in rows if ppid in node and args.startswith("ray::")}
+
+
 @slow
 def test_two_node_cluster_loses_a_node_mid_run(two_nodes, tmp_path):
     address, env, second = two_nodes
@@ -242,14 +255,19 @@ def test_two_node_cluster_loses_a_node_mid_run(two_nodes, tmp_path):
 
     deadline = time.monotonic() + 240
     while time.monotonic() < deadline and proc.poll() is None:  # the second node goes once work has landed
-        if out.exists():
+        workers = _node_workers(second.pid)
+        if out.exists() and any(t.startswith("ray::_Actor.run") for t in workers.values()):  # ... while its worker plans
             try:
                 if len(read_meta(out)["episodes"]) >= 1:
                     break
             except ValueError:
                 pass
-        time.sleep(0.5)
-    os.killpg(second.pid, signal.SIGKILL)
+        time.sleep(0.2)
+    assert proc.poll() is None, "the run ended before the second node's worker took a batch"
+    os.killpg(second.pid, signal.SIGKILL)  # the node is lost as a machine is: its raylet and its workers at once
+    for pid in workers:
+        with contextlib.suppress(ProcessLookupError):  # gone with its raylet already
+            os.kill(pid, signal.SIGKILL)
     stdout, stderr = proc.communicate(timeout=300)
     assert proc.returncode == 0, stderr[-2000:]
     episodes = read_meta(out)["episodes"]
