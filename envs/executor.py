@@ -69,6 +69,11 @@ def parse_executor(value: str | Executor, address: str | None) -> Executor:
         raise ValueError(RAY_MISSING)
     return kind
 RENDER = "render"  # the Ray resource a node offers when it can render cameras (a GPU or Vulkan)
+# What every worker of ours imports (seconds of it: torch alone is 2 s). A Ray started for a run
+# has its idle worker processes import these as soon as they start, while the command is still
+# starting up, so an actor placed on one builds its handler at once; on a `ray start` cluster
+# the same list goes in RAY_preload_python_modules (README).
+WORKER_IMPORTS = ("torch", "sapien", "gymnasium", "envs", "demos.workers", "demos.runner")
 
 
 def _setup_worker() -> None:
@@ -293,7 +298,8 @@ class RayPool:
                 # this machine is taken to render (a GPU or Vulkan): every CPU is a render slot too
                 # "local": a new Ray of our own even where a `ray start` cluster runs on this machine
                 ray.init(address="local", num_cpus=cpus, resources={RENDER: cpus}, include_dashboard=False,
-                         log_to_driver=False, configure_logging=False)
+                         log_to_driver=False, configure_logging=False,
+                         _system_config={"preload_python_modules": list(WORKER_IMPORTS)})
             else:
                 ray.init(address=address, include_dashboard=False, log_to_driver=False, configure_logging=False)
             self.started = True
