@@ -2,7 +2,8 @@
 `replay convert` (to rgbd), run interleaved (local, ray, ray on two nodes, local, ...) so drift in
 the machine's speed falls on all alike. "ray" starts a local Ray for each run (its start-up is in
 the time, as are the workers'); "ray2" joins a two-node cluster on this machine (`ray start --head`
-plus a second `ray start --address`, half the CPUs each), started once before the runs.
+plus a second `ray start --address`, half the CPUs each, with the workers' imports preloaded as the
+README starts a cluster), started once before the runs.
 
     python -m benchmarks.executors [--task PickCube] [--n 2000] [--convert 500] [--rounds 2] [--workers 16] [--stages convert]
 
@@ -51,10 +52,15 @@ def main() -> None:
     port = "6399"
     half = str(max(1, args.workers // 2))
     env_cpus = ["--num-cpus", half, "--resources", '{"render": %s}' % half, "--disable-usage-stats"]
+    # the cluster as the README starts one: its idle workers import what ours need beforehand
+    from envs.executor import WORKER_IMPORTS
+
+    node_env = {**os.environ, "RAY_preload_python_modules": ",".join(WORKER_IMPORTS)}
     subprocess.run([*ray_cli, "start", "--head", "--port", port, "--include-dashboard", "false", *env_cpus], check=True,
-                   capture_output=True)
+                   capture_output=True, env=node_env)
     try:
-        subprocess.run([*ray_cli, "start", "--address", f"127.0.0.1:{port}", *env_cpus], check=True, capture_output=True)
+        subprocess.run([*ray_cli, "start", "--address", f"127.0.0.1:{port}", *env_cpus], check=True, capture_output=True,
+                       env=node_env)
         _measure(args, py, rates, f"127.0.0.1:{port}")
     finally:
         subprocess.run([*ray_cli, "stop", "--force"], capture_output=True)
