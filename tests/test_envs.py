@@ -98,6 +98,11 @@ RESTORE_DRIFT = {
     ("PlugCharger-v1", "pd_joint_vel"),
     ("PegInsertionSide-v1", "pd_ee_pose"),
     ("PullCubeTool-v1", "pd_ee_pose"),
+    # from seed 3's starts (ManiSkill's draws) these motions grind links 5-7 and the hand against
+    # the table (PushCube, PullCube: after knocking the cube off it)
+    ("PushCube-v1", "pd_ee_pose"),
+    ("PullCube-v1", "pd_ee_pose"),
+    ("PlugCharger-v1", "pd_ee_pose"),
 }
 
 

@@ -23,7 +23,7 @@ def _placed_state(env, offset):
 
 def test_success_fires_only_at_the_goal(make):
     env = make("PickCube-v1", num_envs=4)
-    env.reset(seed=7)
+    env.reset(seed=16)  # not seed 8, which starts a success: its goal lies within 2.5 cm of the cube
     base = env.unwrapped
     assert not base.evaluate()["success"].any()  # the initial state
     base.set_state_dict(_placed_state(env, [0.0, 0.0, 0.01]))

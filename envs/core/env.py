@@ -6,8 +6,9 @@ the CPU; actions are (N, A) torch or numpy arrays.
 Episodes and resets
 -------------------
 * `reset(seed=s)` seeds env k with s + k (a list gives one seed per env), so env i reset with
-  seed s starts from the same state whatever N is. Without a seed each env continues its own
-  random stream. `options={"env_idx": idx}` resets only those envs.
+  seed s starts from the same state whatever N is: ManiSkill 3.0.1's start after its one env's
+  `reset(seed=s + k)` (see `BatchRNG`). Without a seed each env draws a fresh seed from the env's
+  own seed source (`episode_seeds` keeps it). `options={"env_idx": idx}` resets only those envs.
 * No autoreset: an env whose episode ended (terminated = success or fail, truncated = its
   elapsed steps reached max_episode_steps) keeps simulating until you reset it, e.g.
   `env.reset(options={"env_idx": torch.nonzero(done).flatten()})`.
@@ -61,32 +62,73 @@ import torch
 from envs.controllers import Controller, MultiController, make_controller
 from envs.core.agent import Agent
 from envs.core.build import SELF_COLLISION_BIT
+from envs.core.pose import euler_xyz_to_quat
 from envs.core.world import BatchedWorld
 from envs.modes import ControlMode, ObsMode, RenderMode, SimBackend, parse_mode
 from envs.robots import get_robot, robot_family
 from envs.sensors.config import CameraConfig, default_base_camera, default_render_camera, resolve_sensor_configs
 
+BUILD_SEED = 2022  # ManiSkill's seed for the episode an env is built with (env k: 2022 + k)
+
 
 class BatchRNG:
-    """One numpy Generator per env; draws for a set of envs come from each env's own stream."""
+    """Per env, the two random streams ManiSkill 3.0.1 gives its one-env episode seeded s: torch's
+    CPU generator seeded s (ManiSkill runs `_initialize_episode` under `torch.manual_seed(s)`:
+    `torch.rand`, `torch.normal`, its `randomization.uniform` and `random_quaternions`) and numpy's
+    legacy `RandomState(s)` (its episode RNG: the table scene's joint noise).
+
+    Every method draws per env with batch size 1, each env from its own streams, so env k seeded
+    s + k draws exactly the numbers ManiSkill's one env draws after `reset(seed=s + k)`, whatever
+    the batch; a task calls them in ManiSkill's order. `idx` holds the envs being initialised; a
+    method's `where` (a bool mask over them) draws for some of those envs only."""
 
     def __init__(self, num_envs: int):
-        self.generators = [np.random.default_rng() for _ in range(num_envs)]
+        self.torch = [torch.Generator() for _ in range(num_envs)]
+        self.numpy = [np.random.RandomState() for _ in range(num_envs)]
         self.idx: list[int] = []
 
     def seed(self, env_idx: Sequence[int], seeds: Sequence[int]) -> None:
         for i, s in zip(env_idx, seeds):
-            self.generators[i] = np.random.default_rng(int(s))
+            # each as new: reseeding also drops a cached normal sample (and costs 3 us, where a
+            # new RandomState costs 190 us)
+            self.torch[i].manual_seed(int(s))
+            self.numpy[i].seed(int(s))
 
-    def uniform(self, low, high, size: tuple[int, ...] = ()) -> torch.Tensor:  # (len(idx), *size)
-        return torch.from_numpy(
-            np.stack([self.generators[i].uniform(low, high, size) for i in self.idx]).astype(np.float32)
-        )
+    def _envs(self, where: torch.Tensor | None) -> list[int]:
+        return self.idx if where is None else [i for i, w in zip(self.idx, where.tolist()) if w]
 
-    def normal(self, scale: float, size: tuple[int, ...] = ()) -> torch.Tensor:
-        return torch.from_numpy(
-            np.stack([self.generators[i].normal(0.0, scale, size) for i in self.idx]).astype(np.float32)
-        )
+    def rand(self, size: tuple[int, ...], where: torch.Tensor | None = None) -> torch.Tensor:
+        """(n, *size) float32 in [0, 1): `torch.rand((1, *size))` per env."""
+        return torch.cat([torch.rand((1, *size), generator=self.torch[i]) for i in self._envs(where)])
+
+    def uniform(self, low, high, size: tuple[int, ...] = (), where: torch.Tensor | None = None) -> torch.Tensor:
+        """(n, *size) float32: rand * (high - low) + low, as ManiSkill's `randomization.uniform`
+        computes it (numbers as Python floats, sequences as float32 tensors along the last axis)."""
+        if not isinstance(low, (int, float)):
+            low = torch.as_tensor(low, dtype=torch.float32)
+        if not isinstance(high, (int, float)):
+            high = torch.as_tensor(high, dtype=torch.float32)
+        return self.rand(size, where) * (high - low) + low
+
+    def euler_quat(self, low: float, high: float, lock: str = "xy") -> torch.Tensor:
+        """(n, 4) quaternions (w >= 0) of intrinsic X-Y-Z Euler angles drawn uniform in
+        [low, high), the axes named in `lock` then set to 0; each env draws all three angles,
+        as ManiSkill's `random_quaternions(1, lock_x, lock_y, lock_z, bounds)` does."""
+        angles = self.rand((3,)) * (high - low) + low  # (n, 3)
+        for k, axis in enumerate("xyz"):
+            if axis in lock:
+                angles[:, k] = 0.0
+        q = euler_xyz_to_quat(angles.double())
+        return torch.where(q[:, :1] < 0, -q, q).float()
+
+    def normal(self, std: float, size: tuple[int, ...]) -> torch.Tensor:
+        """(n, *size) float32: `torch.normal(0, std, (1, *size))` per env, from the torch stream."""
+        return torch.cat([torch.normal(0.0, std, (1, *size), generator=self.torch[i]) for i in self.idx])
+
+    def numpy_normal(self, std: float, size: tuple[int, ...]) -> torch.Tensor:
+        """(n, *size) float64: `RandomState.normal(0, std, (1, *size))` per env, from the numpy
+        stream (ManiSkill's episode RNG)."""
+        return torch.from_numpy(np.concatenate([self.numpy[i].normal(0.0, std, (1, *size)) for i in self.idx]))
 
 
 def check_action(action, shape: tuple[int, ...], mode: ControlMode) -> torch.Tensor:
@@ -212,12 +254,14 @@ class BaseEnv(gym.Env):
             # SAPIEN's viewer adds its own camera to the scene, which a GPU render group forbids
             self.sensors = Sensors(self.world, self.sensor_settings, gpu_batch=False if render_mode == RenderMode.HUMAN.value else None)
         self.controller: Controller = self._make_controller()
-        self.rng = BatchRNG(self.num_envs)
+        n = self.num_envs
+        self.rng = BatchRNG(n)
+        # the episode an env is built with: ManiSkill's, seeded 2022 + the env's global index
+        self.rng.seed(range(n), [BUILD_SEED + int(first_env_index) + k for k in range(n)])
         self.elapsed_steps = torch.zeros(self.num_envs, dtype=torch.int32)
         self.episode_seeds = torch.full((self.num_envs,), -1, dtype=torch.int64)
         self._seed_source = np.random.default_rng()
 
-        n = self.num_envs
         self.single_action_space = gym.spaces.Box(self.controller.low, self.controller.high, dtype=np.float32)
         self.action_space = gym.spaces.Box(
             np.tile(self.controller.low, (n, 1)), np.tile(self.controller.high, (n, 1)), dtype=np.float32
@@ -235,7 +279,8 @@ class BaseEnv(gym.Env):
         raise NotImplementedError
 
     def _initialize_episode(self, env_idx: torch.Tensor, rng: BatchRNG) -> None:
-        """Place objects (and the robot) for the envs in env_idx; draw randomness from rng."""
+        """Place objects (and the robot) for the envs in env_idx, drawing from rng in the order
+        ManiSkill's task draws."""
         raise NotImplementedError
 
     def evaluate(self) -> dict[str, torch.Tensor]:

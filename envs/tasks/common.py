@@ -17,7 +17,7 @@ import torch
 
 from envs.core.agent import Agent
 from envs.core.env import BatchRNG
-from envs.core.pose import axis_angle_to_quat, quat_apply
+from envs.core.pose import quat_apply
 from envs.core.world import ActorGroup, BatchedWorld
 
 # ManiSkill 3.0.1's TableSceneBuilder (mani_skill/utils/scene_builder/table/scene_builder.py): a
@@ -217,9 +217,36 @@ def build_goal_site(world: BatchedWorld, name: str, radius: float, color: Color,
     return world.add_actor(name, build, sapien.Pose())
 
 
-def yaw_quat(yaw: torch.Tensor) -> torch.Tensor:
-    """(n, 1) angles about z to (n, 4) quaternions."""
-    return axis_angle_to_quat(yaw * torch.tensor([0.0, 0.0, 1.0]))
+def spawn_apart(
+    rng: BatchRNG,
+    low: Sequence[float],
+    high: Sequence[float],
+    radius: torch.Tensor,
+    count: int,
+    trials: int = 100,
+) -> list[torch.Tensor]:
+    """`count` points (n, d) drawn one after another uniform in [low, high), as ManiSkill's
+    UniformPlacementSampler draws them for one env: the first as drawn; each later one redrawn up
+    to `trials` times until it lies farther than 2 radius from every earlier point, else 0. Each
+    env stops drawing at its own first success, as ManiSkill's one env does."""
+    placed = [rng.uniform(low, high, (len(low),))]
+    n = len(placed[0])
+    apart = radius + radius  # float32, as ManiSkill adds the two radii
+    for _ in range(1, count):
+        point = torch.zeros(n, len(low))
+        pending = torch.ones(n, dtype=torch.bool)
+        for _ in range(trials):
+            rows = pending.nonzero().flatten()
+            if len(rows) == 0:
+                break
+            draw = rng.uniform(low, high, (len(low),), where=pending)  # (len(rows), d)
+            ok = torch.ones(len(rows), dtype=torch.bool)
+            for earlier in placed:
+                ok &= (draw - earlier[rows]).norm(dim=1) > apart
+            point[rows[ok]] = draw[ok]
+            pending[rows[ok]] = False
+        placed.append(point)
+    return placed
 
 
 def place(group: ActorGroup, env_idx: torch.Tensor, pos: torch.Tensor, quat: torch.Tensor) -> None:
@@ -235,23 +262,49 @@ TABLE_SCENE_QPOS = {
 }
 
 
+def table_scene_qpos(
+    agent: Agent,
+    rng: BatchRNG,
+    noise: float = 0.02,
+    qpos: Sequence[float] | None = None,
+    alone: bool = True,
+) -> torch.Tensor:
+    """(n, dof) float32: ManiSkill's table-scene start for the envs being initialised: `qpos`,
+    else the robot's rest keyframe (for a robot `alone` at the table, the table scene's own joints
+    where TABLE_SCENE_QPOS names them), plus N(0, noise) drawn for every joint from the numpy
+    stream, the joints outside the arm (fingers) then put back; computed in float64 as ManiSkill
+    computes it."""
+    if qpos is None:
+        qpos = TABLE_SCENE_QPOS.get(agent.spec.uid, agent.spec.rest_qpos) if alone else agent.spec.rest_qpos
+    base = torch.tensor(qpos, dtype=torch.float64)
+    out = base + rng.numpy_normal(noise, (len(base),))  # (n, dof)
+    keep = torch.ones(len(base), dtype=torch.bool)
+    keep[agent.arm] = False
+    out[:, keep] = base[keep]
+    return out.float()
+
+
 def reset_robot(
     agent: Agent,
     env_idx: torch.Tensor,
     rng: BatchRNG,
     noise: float = 0.02,
     qpos: Sequence[float] | None = None,
-    alone: bool = True,
 ) -> None:
-    """The table scene's start: `qpos`, else the robot's rest keyframe (for a robot `alone` at the
-    table, the table scene's own joints where TABLE_SCENE_QPOS names them), with N(0, noise) rad
-    on every arm joint, at rest. ManiSkill draws noise for the fingers too and then sets them
-    open, so the distributions are the same."""
-    if qpos is None:
-        qpos = TABLE_SCENE_QPOS.get(agent.spec.uid, agent.spec.rest_qpos) if alone else agent.spec.rest_qpos
-    qpos = torch.tensor(qpos, dtype=torch.float32).repeat(len(env_idx), 1)
-    qpos[:, agent.arm] += rng.normal(noise, (len(agent.arm),))
-    agent.reset_to(qpos, env_idx)
+    """Put a robot alone at the table at its table-scene start (`table_scene_qpos`), at rest."""
+    agent.reset_to(table_scene_qpos(agent, rng, noise, qpos), env_idx)
+
+
+def reset_robots(agents: Sequence[Agent], env_idx: torch.Tensor, rng: BatchRNG, noise: float = 0.02) -> None:
+    """Several robots at the table: ManiSkill's table scene draws one start (each robot's rest
+    keyframe plus one noise draw) and gives it to every robot; a robot whose rest keyframe differs
+    from the first's draws its own."""
+    drawn: dict[tuple[float, ...], torch.Tensor] = {}
+    for agent in agents:
+        key = tuple(agent.spec.rest_qpos)
+        if key not in drawn:
+            drawn[key] = table_scene_qpos(agent, rng, noise, alone=False)
+        agent.reset_to(drawn[key], env_idx)
 
 
 def nearest_axis_point(pose: torch.Tensor, half_length: torch.Tensor, point: torch.Tensor) -> torch.Tensor:

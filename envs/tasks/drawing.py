@@ -25,7 +25,7 @@ from envs.core.env import BaseEnv, BatchRNG
 from envs.core.pose import quat_apply
 from envs.core.world import ActorGroup, BatchedWorld
 from envs.sensors.config import CameraConfig, look_at
-from envs.tasks.common import ROBOT_ROOT, TARGET_FLAT_Q, build_table, place, reset_robot, yaw_quat
+from envs.tasks.common import ROBOT_ROOT, TARGET_FLAT_Q, build_table, place, reset_robot
 
 DOT_THICKNESS = 0.003
 CANVAS_THICKNESS = 0.02
@@ -109,14 +109,6 @@ def build_outline(world: BatchedWorld, name: str, segments: np.ndarray) -> Actor
     return world.add_actor(name, build, sapien.Pose([0.0, 0.0, 0.1]))
 
 
-def canonical_yaw_quat(yaw: torch.Tensor) -> torch.Tensor:
-    """(n, 1) angles about z to (n, 4) quaternions signed as ManiSkill's matrix_to_quaternion
-    signs them: the larger of w and z positive."""
-    q = yaw_quat(yaw)
-    lead = torch.where(q[:, :1].abs() >= q[:, 3:].abs(), q[:, :1], q[:, 3:])
-    return torch.where(lead < 0, -q, q)
-
-
 def coverage(dots: torch.Tensor, points: torch.Tensor, threshold: float) -> tuple[torch.Tensor, torch.Tensor]:
     """Dots (N, D, 3) (drawn ones at z >= 0) against reference points (N, R, 2), in the table
     plane: which points have a drawn dot within `threshold` (N, R), and whether some drawn dot
@@ -179,10 +171,8 @@ class DrawingEnv(BaseEnv):
         n = len(env_idx)
         reset_robot(self.agent, env_idx, rng, noise=0.0)
         xy = rng.uniform(0.0, GOAL_SPAN, (2,)) + torch.tensor(GOAL_CENTRE)
-        yaw = rng.uniform(0.0, 2 * math.pi, (1,))
         centre = torch.cat((xy, torch.full((n, 1), GOAL_Z)), 1)
-        q = canonical_yaw_quat(yaw)
-        place(self.goal, env_idx, centre, q)
+        place(self.goal, env_idx, centre, rng.euler_quat(0.0, 2 * math.pi))
         self._goal_points(env_idx)
         self.draw_step[env_idx] = 0
         hidden = torch.tensor([[0.0, 0.0, HIDDEN_Z, *TARGET_FLAT_Q]]).expand(n, 7)

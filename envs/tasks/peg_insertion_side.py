@@ -50,7 +50,7 @@ from envs.tasks.common import (
     peg_parts,
     place,
     reset_robot,
-    yaw_quat,
+    table_scene_qpos,
 )
 
 PEG_HALF_LENGTH = (0.085, 0.125)
@@ -126,12 +126,13 @@ class PegInsertionSideEnv(BaseEnv):
         self._load_agent(ROBOT_ROOT)
 
     def _initialize_episode(self, env_idx: torch.Tensor, rng: BatchRNG) -> None:
-        peg_xy = torch.cat((rng.uniform(-0.1, 0.1, (1,)), rng.uniform(-0.3, 0.0, (1,))), 1)
-        peg_yaw = rng.uniform(math.pi / 2 - math.pi / 3, math.pi / 2 + math.pi / 3, (1,))
-        place(self.peg, env_idx, torch.cat((peg_xy, self.peg_half_sizes[env_idx, 2:3]), 1), yaw_quat(peg_yaw))
-        box_xy = torch.cat((rng.uniform(-0.05, 0.05, (1,)), rng.uniform(0.2, 0.4, (1,))), 1)
-        box_yaw = rng.uniform(math.pi / 2 - math.pi / 8, math.pi / 2 + math.pi / 8, (1,))
-        place(self.box, env_idx, torch.cat((box_xy, self.peg_half_sizes[env_idx, 0:1]), 1), yaw_quat(box_yaw))
+        peg_xy = rng.uniform((-0.1, -0.3), (0.1, 0.0), (2,))
+        peg_q = rng.euler_quat(math.pi / 2 - math.pi / 3, math.pi / 2 + math.pi / 3)
+        place(self.peg, env_idx, torch.cat((peg_xy, self.peg_half_sizes[env_idx, 2:3]), 1), peg_q)
+        box_xy = rng.uniform((-0.05, 0.2), (0.05, 0.4), (2,))
+        box_q = rng.euler_quat(math.pi / 2 - math.pi / 8, math.pi / 2 + math.pi / 8)
+        place(self.box, env_idx, torch.cat((box_xy, self.peg_half_sizes[env_idx, 0:1]), 1), box_q)
+        table_scene_qpos(self.agent, rng)  # ManiSkill's table scene draws a start first, which the task replaces
         reset_robot(self.agent, env_idx, rng, qpos=START_QPOS)
 
     # ---- frames ------------------------------------------------------------------------------

@@ -22,7 +22,7 @@ import torch
 from envs.core.env import BaseEnv, BatchRNG
 from envs.core.registry import register_env
 from envs.sensors.config import CameraConfig, look_at
-from envs.tasks.common import ROBOT_ROOT, build_box, build_goal_site, build_table, place, reset_robot, yaw_quat
+from envs.tasks.common import ROBOT_ROOT, build_box, build_goal_site, build_table, place, reset_robot
 
 CUBE_HALF = 0.02
 GOAL_THRESHOLD = 0.025
@@ -63,8 +63,7 @@ class PickCubeEnv(BaseEnv):
         n = len(env_idx)
         reset_robot(self.agent, env_idx, rng)
         xy = rng.uniform(-SPAWN_HALF, SPAWN_HALF, (2,))
-        yaw = rng.uniform(0, 2 * math.pi, (1,))
-        place(self.cube, env_idx, torch.cat((xy, torch.full((n, 1), CUBE_HALF)), 1), yaw_quat(yaw))
+        place(self.cube, env_idx, torch.cat((xy, torch.full((n, 1), CUBE_HALF)), 1), rng.euler_quat(0, 2 * math.pi))
         goal_xy = rng.uniform(-SPAWN_HALF, SPAWN_HALF, (2,))
         goal_z = rng.uniform(0.0, MAX_GOAL_HEIGHT, (1,)) + CUBE_HALF
         place(self.goal_site, env_idx, torch.cat((goal_xy, goal_z), 1), torch.tensor([[1.0, 0, 0, 0]]).expand(n, 4))

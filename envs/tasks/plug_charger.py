@@ -32,7 +32,7 @@ from envs.core.env import BaseEnv, BatchRNG
 from envs.core.pose import pose_mul, quat_angle
 from envs.core.registry import register_env
 from envs.sensors.config import CameraConfig, look_at
-from envs.tasks.common import ROBOT_ROOT, Part, build_parts, build_table, place, reset_robot, yaw_quat
+from envs.tasks.common import ROBOT_ROOT, Part, build_parts, build_table, place, reset_robot
 
 BASE_HALF = (0.02, 0.015, 0.012)  # the charger's base
 PRONG_HALF = (0.008, 0.00075, 0.0032)  # each prong ("peg")
@@ -44,6 +44,9 @@ POS_TOLERANCE = 0.005
 ROT_TOLERANCE = 0.2
 WHITE = (1.0, 1.0, 1.0, 1.0)
 GOLD = (0xDB / 255, 0xB5 / 255, 0x39 / 255, 1.0)
+# robots that ManiSkill's task restarts after the table scene's start: at the rest keyframe (hand
+# at +pi/4), with N(0, 0.02) rad on the arm drawn from the torch stream before anything else
+RESTARTED_ROBOTS = ("panda_wristcam",)
 HALF_TURN_Z = torch.tensor([0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0])  # (x, y, z, qw, qx, qy, qz)
 
 CHARGER_PARTS = [
@@ -100,17 +103,23 @@ class PlugChargerEnv(BaseEnv):
 
     def _initialize_episode(self, env_idx: torch.Tensor, rng: BatchRNG) -> None:
         n = len(env_idx)
-        xy = torch.cat((rng.uniform(-0.1, -0.01 - 2 * PRONG_HALF[0], (1,)), rng.uniform(-0.2, 0.2, (1,))), 1)
-        yaw = rng.uniform(-math.pi / 3, math.pi / 3, (1,))
-        place(self.charger, env_idx, torch.cat((xy, torch.full((n, 1), BASE_HALF[2])), 1), yaw_quat(yaw))
-        goal_xy = torch.cat((rng.uniform(0.01, 0.1, (1,)), rng.uniform(-0.1, 0.1, (1,))), 1)
-        goal_yaw = rng.uniform(math.pi - math.pi / 8, math.pi + math.pi / 8, (1,))
-        place(self.receptacle, env_idx, torch.cat((goal_xy, torch.full((n, 1), RECEPTACLE_Z)), 1), yaw_quat(goal_yaw))
-        # ManiSkill sets the rest keyframe itself here (wrist at +pi/4), over the table scene's start
-        reset_robot(self.agent, env_idx, rng, qpos=self.agent.spec.rest_qpos)
+        reset_robot(self.agent, env_idx, rng)  # the table scene's start
+        if self.robot_uids in RESTARTED_ROBOTS:
+            rest = torch.tensor(self.agent.spec.rest_qpos)
+            qpos = rest + rng.normal(0.02, (len(rest),))
+            qpos[:, self.agent.gripper] = rest[self.agent.gripper]
+            self.agent.reset_to(qpos, env_idx)
+        xy = rng.uniform((-0.1, -0.2), (-0.01 - 2 * PRONG_HALF[0], 0.2), (2,))
+        q = rng.euler_quat(-math.pi / 3, math.pi / 3)
+        place(self.charger, env_idx, torch.cat((xy, torch.full((n, 1), BASE_HALF[2])), 1), q)
+        goal_xy = rng.uniform((0.01, -0.1), (0.1, 0.1), (2,))
+        goal_q = rng.euler_quat(math.pi - math.pi / 8, math.pi + math.pi / 8)
+        place(self.receptacle, env_idx, torch.cat((goal_xy, torch.full((n, 1), RECEPTACLE_Z)), 1), goal_q)
 
     def goal_pose(self) -> torch.Tensor:  # (N, 7): the charger's pose when plugged in
-        return pose_mul(self.receptacle.pose(), HALF_TURN_Z.expand(self.num_envs, 7))
+        """Signed as ManiSkill's pose product signs it: w >= 0."""
+        goal = pose_mul(self.receptacle.pose(), HALF_TURN_Z.expand(self.num_envs, 7))
+        return torch.where(goal[:, 3:4] < 0, goal * torch.tensor([1.0, 1, 1, -1, -1, -1, -1]), goal)
 
     def charger_base_pose(self) -> torch.Tensor:  # (N, 7): the base's centre
         offset = torch.tensor([-BASE_HALF[0], 0.0, 0.0, 1.0, 0.0, 0.0, 0.0]).expand(self.num_envs, 7)

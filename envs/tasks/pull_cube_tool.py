@@ -29,7 +29,7 @@ import torch
 from envs.core.env import BaseEnv, BatchRNG
 from envs.core.registry import register_env
 from envs.sensors.config import CameraConfig
-from envs.tasks.common import ROBOT_ROOT, Part, build_box, build_parts, build_table, place, reset_robot, yaw_quat
+from envs.tasks.common import ROBOT_ROOT, Part, build_box, build_parts, build_table, place, reset_robot
 from envs.tasks.pick_cube import base_camera, render_camera
 
 CUBE_HALF = 0.02
@@ -77,11 +77,11 @@ class PullCubeToolEnv(BaseEnv):
     def _initialize_episode(self, env_idx: torch.Tensor, rng: BatchRNG) -> None:
         n = len(env_idx)
         reset_robot(self.agent, env_idx, rng)
-        tool_xy = rng.uniform(*TOOL_XY, (2,))
+        tool_xy = rng.uniform(TOOL_XY[1], TOOL_XY[0], (2,))  # ManiSkill's map: -0.1 - 0.2 u
         place(self.l_shape_tool, env_idx, torch.cat((tool_xy, torch.full((n, 1), HEIGHT / 2)), 1),
               torch.tensor([[1.0, 0.0, 0.0, 0.0]]).expand(n, 4))
         cube = torch.cat((rng.uniform(*CUBE_X, (1,)), rng.uniform(*CUBE_Y, (1,)), torch.full((n, 1), CUBE_DROP_Z)), 1)
-        place(self.cube, env_idx, cube, yaw_quat(rng.uniform(-CUBE_YAW, CUBE_YAW, (1,))))
+        place(self.cube, env_idx, cube, rng.euler_quat(-CUBE_YAW, CUBE_YAW))
 
     def base_xy(self) -> torch.Tensor:  # (N, 2): the robot's base (its root link) in the table plane
         return self.agent.root_pose[:, :2]

@@ -26,13 +26,13 @@ import torch
 from envs.core.env import BaseEnv, BatchRNG
 from envs.core.registry import register_env
 from envs.sensors.config import CameraConfig
-from envs.tasks.common import ROBOT_ROOT, build_box, build_table, place, reset_robot, yaw_quat
+from envs.tasks.common import ROBOT_ROOT, build_box, build_table, place, reset_robot, spawn_apart
 from envs.tasks.pick_cube import base_camera, render_camera
 
 CUBE_HALF = 0.02
 CENTRE_HALF = 0.1  # the shared centre: uniform in [-0.1, 0.1]^2
 REGION_HALF = (0.1, 0.2)  # each cube's offset from it: uniform in [-0.1, 0.1] x [-0.2, 0.2]
-SPAWN_RADIUS = math.hypot(CUBE_HALF, CUBE_HALF) + 0.001  # per cube: the two offsets lie > 2 radii apart
+SPAWN_GAP = 0.001  # per cube: the two offsets lie more than 2 x (half diagonal + this) apart
 SPAWN_TRIALS = 100
 XY_TOLERANCE = math.hypot(CUBE_HALF, CUBE_HALF) + 0.005
 Z_TOLERANCE = 0.005
@@ -61,20 +61,11 @@ class StackCubeEnv(BaseEnv):
         n = len(env_idx)
         reset_robot(self.agent, env_idx, rng)
         centre = rng.uniform(-CENTRE_HALF, CENTRE_HALF, (2,))
-        half = torch.tensor(REGION_HALF)
-        a = (rng.uniform(0.0, 1.0, (2,)) * 2 - 1) * half
-        b = torch.zeros(n, 2)  # an env whose every trial lands too close keeps the centre
-        pending = torch.ones(n, dtype=torch.bool)
-        # every env draws all its trials, so what an env draws next does not depend on when the
-        # other envs of the batch were placed: a seed gives one start whatever the batch
-        for _ in range(SPAWN_TRIALS):
-            draw = (rng.uniform(0.0, 1.0, (2,)) * 2 - 1) * half
-            ok = pending & ((draw - a).norm(dim=1) > 2 * SPAWN_RADIUS)
-            b[ok] = draw[ok]
-            pending &= ~ok
+        radius = torch.tensor([CUBE_HALF, CUBE_HALF]).norm() + SPAWN_GAP
+        a, b = spawn_apart(rng, [-h for h in REGION_HALF], REGION_HALF, radius, 2, SPAWN_TRIALS)
         z = torch.full((n, 1), CUBE_HALF)
-        place(self.cubeA, env_idx, torch.cat((centre + a, z), 1), yaw_quat(rng.uniform(0, 2 * math.pi, (1,))))
-        place(self.cubeB, env_idx, torch.cat((centre + b, z), 1), yaw_quat(rng.uniform(0, 2 * math.pi, (1,))))
+        place(self.cubeA, env_idx, torch.cat((centre + a, z), 1), rng.euler_quat(0, 2 * math.pi))
+        place(self.cubeB, env_idx, torch.cat((centre + b, z), 1), rng.euler_quat(0, 2 * math.pi))
 
     def goal_pos(self) -> torch.Tensor:  # (N, 3): cubeA's centre when resting on cubeB
         return self.cubeB.pose()[:, :3] + torch.tensor([0.0, 0.0, 2 * CUBE_HALF])

@@ -27,12 +27,11 @@ import torch
 from envs.core.env import BaseEnv, BatchRNG
 from envs.core.registry import register_env
 from envs.sensors.config import CameraConfig
-from envs.tasks.common import ROBOT_ROOT, build_box, build_table, place, reset_robot, yaw_quat
+from envs.tasks.common import ROBOT_ROOT, build_box, build_table, place, reset_robot, spawn_apart
 from envs.tasks.pick_cube import base_camera, render_camera
 
 CUBE_HALF = 0.02
 REGION_HALF = (0.1, 0.2)  # each cube's xy: uniform in [-0.1, 0.1] x [-0.2, 0.2]
-SPAWN_RADIUS = math.hypot(CUBE_HALF, CUBE_HALF)  # per cube: later cubes lie > 2 radii from earlier ones
 SPAWN_TRIALS = 100
 XY_TOLERANCE = math.hypot(2 * CUBE_HALF, 2 * CUBE_HALF) + 0.005
 Z_GAP = 0.02  # cubeC lies more than this above (or below) cubeA and cubeB
@@ -60,23 +59,11 @@ class StackPyramidEnv(BaseEnv):
     def _initialize_episode(self, env_idx: torch.Tensor, rng: BatchRNG) -> None:
         n = len(env_idx)
         reset_robot(self.agent, env_idx, rng)
-        half = torch.tensor(REGION_HALF)
-        placed = [(rng.uniform(0.0, 1.0, (2,)) * 2 - 1) * half]
-        for _ in range(2):
-            xy = torch.zeros(n, 2)  # an env whose every trial lands too close keeps the origin
-            pending = torch.ones(n, dtype=torch.bool)
-            # every env draws all its trials, so a seed gives one start whatever the batch
-            for _ in range(SPAWN_TRIALS):
-                draw = (rng.uniform(0.0, 1.0, (2,)) * 2 - 1) * half
-                ok = pending.clone()
-                for other in placed:
-                    ok &= (draw - other).norm(dim=1) > 2 * SPAWN_RADIUS
-                xy[ok] = draw[ok]
-                pending &= ~ok
-            placed.append(xy)
+        radius = torch.tensor([CUBE_HALF, CUBE_HALF]).norm()
+        placed = spawn_apart(rng, [-h for h in REGION_HALF], REGION_HALF, radius, len(COLORS), SPAWN_TRIALS)
         z = torch.full((n, 1), CUBE_HALF)
         for name, xy in zip(COLORS, placed):
-            place(getattr(self, name), env_idx, torch.cat((xy, z), 1), yaw_quat(rng.uniform(0, 2 * math.pi, (1,))))
+            place(getattr(self, name), env_idx, torch.cat((xy, z), 1), rng.euler_quat(0, 2 * math.pi))
 
     def _on(self, offset: torch.Tensor, top: bool) -> torch.Tensor:
         near = offset[:, :2].norm(dim=1) <= XY_TOLERANCE

@@ -8,8 +8,8 @@ centre to the "goal_site" (a green sphere, hidden from observation cameras) and 
 
 Randomisation: the cube's centre is uniform in x in [-0.05, 0.05], y in [-0.2, -0.1], resting on
 the table with a uniform yaw; the goal's x is uniform in [-0.05, 0.05], y in [0.1, 0.2], its
-height 0-30 cm above the cube's resting centre; both robots start at their rest keyframe with
-N(0, 0.02) rad noise on every arm joint.
+height 0-30 cm above the cube's resting centre; both robots start at the same joints: their rest
+keyframe with one N(0, 0.02) rad draw on every arm joint, as ManiSkill's table scene gives both.
 
 Success: the cube's centre is within 2.5 cm of the goal and no arm joint of the right robot
 moves faster than 0.2 rad/s. Episodes last 100 control steps.
@@ -27,7 +27,7 @@ import torch
 from envs.core.env import BaseEnv, BatchRNG
 from envs.core.registry import register_env
 from envs.sensors.config import CameraConfig, look_at
-from envs.tasks.common import build_box, build_goal_site, build_table, place, reset_robot, yaw_quat
+from envs.tasks.common import build_box, build_goal_site, build_table, place, reset_robots
 from envs.tasks.pick_cube import CUBE_HALF, GOAL_THRESHOLD, STATIC_THRESHOLD, base_camera, render_camera
 
 # the table scene's places for two robots: left at -y turned to face +y, right at +y facing -y
@@ -78,12 +78,11 @@ class TwoRobotPickCubeEnv(BaseEnv):
 
     def _initialize_episode(self, env_idx: torch.Tensor, rng: BatchRNG) -> None:
         n = len(env_idx)
-        for agent in self.agents:
-            reset_robot(agent, env_idx, rng, alone=False)
+        reset_robots(self.agents, env_idx, rng)
         self.left_init_qpos[env_idx] = self.left_agent.qpos[env_idx]
-        xy = torch.cat((rng.uniform(*CUBE_X, (1,)), rng.uniform(*CUBE_Y, (1,))), 1)
-        yaw = rng.uniform(0, 2 * math.pi, (1,))
-        place(self.cube, env_idx, torch.cat((xy, torch.full((n, 1), CUBE_HALF)), 1), yaw_quat(yaw))
+        # ManiSkill's map for y: -0.15 - 0.1 u + 0.05
+        xy = torch.cat((rng.uniform(*CUBE_X, (1,)), rng.uniform(CUBE_Y[1], CUBE_Y[0], (1,))), 1)
+        place(self.cube, env_idx, torch.cat((xy, torch.full((n, 1), CUBE_HALF)), 1), rng.euler_quat(0, 2 * math.pi))
         goal = torch.cat((rng.uniform(*GOAL_X, (1,)), rng.uniform(*GOAL_Y, (1,)), rng.uniform(0.0, MAX_GOAL_HEIGHT, (1,)) + CUBE_HALF), 1)
         place(self.goal_site, env_idx, goal, torch.tensor([[1.0, 0, 0, 0]]).expand(n, 4))
 

@@ -54,8 +54,7 @@ TABLE = Table(
     title=ID,
     env_id=ID,
     notes="Ranges are the least and greatest values over %d seeded resets (uniform draws: within about 1 cm "
-          "of the bounds). Our random streams are per-env numpy generators, ManiSkill's torch's: the "
-          "distributions match, the draws do not." % SAMPLES,
+          "of the bounds); the draws themselves are ManiSkill's (see Seeded initial states)." % SAMPLES,
     rows=[
         Row("max_episode_steps", 50, lambda: _e().max_episode_steps, SRC),
         Row("default robot", "panda", lambda: _e().robot_uids, SRC),

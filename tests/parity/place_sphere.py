@@ -74,8 +74,8 @@ def _state_dim() -> int:
 TABLE = Table(
     title=ID,
     env_id=ID,
-    notes="Ranges are the least and greatest values over %d seeded resets; our random streams are per-env "
-          "numpy generators, so the distributions match ManiSkill's, not the draws." % SAMPLES,
+    notes="Ranges are the least and greatest values over %d seeded resets; "
+          "the draws themselves are ManiSkill's (see Seeded initial states)." % SAMPLES,
     rows=[
         Row("max_episode_steps", 50, lambda: _e().max_episode_steps, SRC),
         Row("default robot", "panda", lambda: _e().robot_uids, SRC),

@@ -20,6 +20,5 @@ TABLE = Table(
     title=SPEC.env_id,
     env_id=SPEC.env_id,
     rows=cube_goal_rows(SPEC),
-    notes="Ranges are measured over 384 seeded resets; our random streams are per-env numpy generators, "
-    "so only the distributions, not the draws, can match ManiSkill's.",
+    notes="Ranges are measured over 384 seeded resets; the draws themselves are ManiSkill's (see Seeded initial states).",
 )

@@ -68,8 +68,7 @@ TOOL = sorted([((0.1, 0.025, 0.025), (0.1, 0.0, 0.0)), ((0.025, 0.05, 0.025), (0
 TABLE = Table(
     title=ID,
     env_id=ID,
-    notes="Ranges are the least and greatest values over %d seeded resets; our random streams are per-env "
-          "numpy generators, so the distributions match ManiSkill's, not the draws. ManiSkill's normalised "
+    notes="Ranges are the least and greatest values over %d seeded resets; the draws themselves are ManiSkill's (see Seeded initial states). ManiSkill's normalised "
           "dense reward adds its success bonus to the staged terms, so it passes 1 on success; ours does alike." % SAMPLES,
     rows=[
         Row("max_episode_steps", 100, lambda: _e().max_episode_steps, SRC),

@@ -76,9 +76,8 @@ TABLE = Table(
     title=ID,
     env_id=ID,
     notes="Each cube's xy is uniform in [-0.1, 0.1] x [-0.2, 0.2], redrawn (up to 100 times) until it lies more "
-          "than 2 x 2 cm x sqrt 2 from the cubes drawn before it. ManiSkill's sampler keeps redrawing an env "
-          "that has passed until every env of the batch has; ours takes each env's first passing draw: both are "
-          "uniform over the admissible places. Ranges are over %d seeded resets." % SAMPLES,
+          "than 2 x 2 cm x sqrt 2 from the cubes drawn before it. Ranges are over %d seeded resets; "
+          "the draws themselves are ManiSkill's (see Seeded initial states)." % SAMPLES,
     rows=[
         Row("max_episode_steps", 250, lambda: _e().max_episode_steps, SRC),
         Row("default robot", "panda_wristcam", lambda: _e().robot_uids, SRC),
