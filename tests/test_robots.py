@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-from envs.core.pose import axis_angle_to_quat, quat_angle, quat_apply, quat_mul
+from envs.core.pose import axis_angle_to_quat, matrix_to_quat, quat_angle, quat_apply, quat_mul
 from envs.core.registry import TASKS
 from envs.robots import get_robot, robot_family, robot_uids
 from envs.robots.kinematics import ChainKinematics
@@ -67,6 +67,18 @@ def test_fk_matches_physx_and_mplib(make, uid):
         theirs = planner.pinocchio_model.get_link_pose(tcp_index)
         assert np.allclose(theirs.p, pose[:3].numpy(), atol=1e-5)
         assert quat_angle(torch.tensor(theirs.q, dtype=torch.float64), pose[3:]) < 1e-4
+
+
+def test_tcp_pose_is_the_jacobian_chains_tip(uid):
+    """tcp_pose (NumPy, for env steps) and the torch chain the IK iterates on give the same tip:
+    to float64 rounding, and bit for bit once in float32 (the dtype an env reads it in)."""
+    spec = get_robot(uid)
+    kin = _kinematics(spec)
+    q = _random_qpos(spec, 4000, seed=1)[:, spec.arm_indices].float().double()  # float32 joint readings
+    t, _ = kin._forward(q)
+    chain = torch.cat((t[:, :3, 3], matrix_to_quat(t[:, :3, :3])), 1)
+    assert (kin.tcp_pose(q) - chain).abs().max() < 1e-12
+    assert torch.equal(kin.tcp_pose(q.float()), chain.float())
 
 
 def test_gripper_convention(uid):

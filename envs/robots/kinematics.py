@@ -1,9 +1,13 @@
-"""Batched forward kinematics, Jacobian and damped least-squares IK in torch.
+"""Batched forward kinematics, Jacobian and damped least-squares IK.
 
 Frames: everything is in the robot's root (base link) frame. `tcp_pose(q)` is the TCP link's
 pose (N, 7) = xyz + quaternion (w, x, y, z); the Jacobian's rows are (linear; angular) velocity
 of the TCP origin, both expressed in the root frame. IK solves for the arm joints only and
 leaves other joints (the gripper) where they are.
+
+`tcp_pose`, which an env step asks for (rewards, observations), is computed in NumPy: a chain of
+a dozen 4x4 products on a batch of 16 is a few dozen tiny operations, each a third of a torch
+call's cost. The Jacobian and IK, iterated by the end-effector controllers, stay in torch.
 """
 
 from __future__ import annotations
@@ -13,6 +17,21 @@ import torch
 
 from envs.core.pose import matrix_to_quat, quat_conj, quat_mul, quat_to_axis_angle
 from envs.robots.urdf import RobotModel
+
+
+def _matrix_to_quat(m: np.ndarray) -> np.ndarray:
+    """envs.core.pose.matrix_to_quat for NumPy: (N, 3, 3) -> (N, 4), Shepperd's method, w >= 0."""
+    m00, m11, m22 = m[:, 0, 0], m[:, 1, 1], m[:, 2, 2]
+    big = np.stack((1 + m00 + m11 + m22, 1 + m00 - m11 - m22, 1 - m00 + m11 - m22, 1 - m00 - m11 + m22), 1)
+    r = np.sqrt(np.maximum(big, 1e-12))  # 2 |component| of each case's pivot
+    a, b, c = m[:, 2, 1] - m[:, 1, 2], m[:, 0, 2] - m[:, 2, 0], m[:, 1, 0] - m[:, 0, 1]
+    d, e, f = m[:, 0, 1] + m[:, 1, 0], m[:, 0, 2] + m[:, 2, 0], m[:, 1, 2] + m[:, 2, 1]
+    r2 = r * r
+    cases = np.stack((r2[:, 0], a, b, c, a, r2[:, 1], d, e, b, d, r2[:, 2], f, c, e, f, r2[:, 3]), 1).reshape(-1, 4, 4)
+    rows, pick = np.arange(len(m)), big.argmax(1)
+    q = cases[rows, pick] / (2 * r[rows, pick])[:, None]
+    q = np.where(q[:, :1] < 0, -q, q)
+    return q / np.sqrt((q * q).sum(1, keepdims=True))
 
 
 def _skew(axis: np.ndarray) -> np.ndarray:
@@ -49,9 +68,22 @@ class ChainKinematics:
         self._tail = torch.tensor(pending)
         self.lower = torch.tensor([j.lower for j in moving])
         self.upper = torch.tensor([j.upper for j in moving])
+        # the same chain for NumPy: joint i moves by I + sin(q) K + (1 - cos(q)) K^2 (revolute) or
+        # q along its axis (prismatic), then takes the fixed transform to the next joint (the last
+        # one to the tip); the first joint's origin comes before all
+        n = len(moving)
+        revolute = ~self._prismatic.numpy()[:, None, None]
+        self._np_first = origins[0]
+        self._np_next = np.array(origins[1:] + [pending])  # (n, 4, 4)
+        self._np_k = np.zeros((n, 4, 4))
+        self._np_k[:, :3, :3] = np.where(revolute, self._k.numpy(), 0.0)
+        self._np_k2 = np.zeros((n, 4, 4))
+        self._np_k2[:, :3, :3] = np.where(revolute, self._k2.numpy(), 0.0)
+        self._np_slide = np.zeros((n, 4, 4))
+        self._np_slide[:, :3, 3] = np.where(revolute[:, :, 0], 0.0, self._axes.numpy())
 
-    def _forward(self, q_arm: torch.Tensor, with_jacobian: bool):
-        """q_arm: (N, n) float64. Returns the tip transform (N, 4, 4) and optionally J (N, 6, n)."""
+    def _forward(self, q_arm: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """q_arm: (N, n) float64. Returns the tip transform (N, 4, 4) and J (N, 6, n)."""
         n, dof = q_arm.shape
         qq = q_arm[:, :, None, None]
         motion = torch.eye(4, dtype=torch.float64).repeat(n, dof, 1, 1)  # (N, n, 4, 4)
@@ -66,8 +98,6 @@ class ChainKinematics:
             if i + 1 < dof:
                 t = t @ self._origins[i + 1]
         t = t @ self._tail
-        if not with_jacobian:
-            return t, None
         frames = torch.stack(frames, 1)  # (N, n, 4, 4)
         z = (frames[:, :, :3, :3] @ self._axes[None, :, :, None])[..., 0]  # (N, n, 3) joint axes
         lever = t[:, None, :3, 3] - frames[:, :, :3, 3]
@@ -76,9 +106,16 @@ class ChainKinematics:
         return t, torch.cat((linear, angular), 2).transpose(1, 2)
 
     def tcp_pose(self, q_arm: torch.Tensor) -> torch.Tensor:
-        """(N, n) arm joint positions -> (N, 7) TCP pose in the root frame."""
-        t, _ = self._forward(q_arm.double(), with_jacobian=False)
-        return torch.cat((t[:, :3, 3], matrix_to_quat(t[:, :3, :3])), 1).to(q_arm.dtype)
+        """(N, n) arm joint positions -> (N, 7) TCP pose in the root frame, in q_arm's dtype
+        (computed in float64)."""
+        q = q_arm.detach().cpu().numpy().astype(np.float64)
+        motion = np.eye(4) + np.sin(q)[:, :, None, None] * self._np_k + (1 - np.cos(q))[:, :, None, None] * self._np_k2
+        steps = (motion + q[:, :, None, None] * self._np_slide) @ self._np_next  # (N, n, 4, 4)
+        t = self._np_first @ steps[:, 0]
+        for i in range(1, steps.shape[1]):
+            t = t @ steps[:, i]
+        pose = np.concatenate((t[:, :3, 3], _matrix_to_quat(t[:, :3, :3])), 1)
+        return torch.from_numpy(pose).to(q_arm.dtype)
 
     def ik(
         self,
@@ -98,7 +135,7 @@ class ChainKinematics:
         goal_q = target[:, 3:].double()
         lam2 = damping**2
         for _ in range(iterations):
-            t, jac = self._forward(q, with_jacobian=True)
+            t, jac = self._forward(q)
             err_p = goal_p - t[:, :3, 3]
             if pos_only:
                 err, j = err_p, jac[:, :3]
