@@ -151,6 +151,32 @@ def test_state_round_trip_reproduces_next_steps(make, env_id, control_mode):
     assert torch.allclose(runs[0][0], uninterrupted[0], rtol=1e-3, atol=1e-3)
 
 
+@pytest.mark.parametrize("env_id, control_mode", fast_only(ENV_MODES, QUICK))
+def test_drive_targets_kept_as_physx_holds_them(make, env_id, control_mode):
+    """The drive targets an env state records are kept as they are set, not read back from PhysX
+    joint by joint: they equal PhysX's own after resets, steps, restores and partial resets."""
+    env = make(env_id, num_envs=3, control_mode=control_mode)
+    base = env.unwrapped
+    env.reset(seed=1)
+
+    def check():
+        for name, group in base.world.articulations.items():
+            assert torch.equal(group.drive_targets(), group.read_drive_targets()), name
+
+    check()
+    for _ in range(3):
+        env.step(env.action_space.sample())
+        check()
+    state = base.get_state_dict()
+    env.step(env.action_space.sample())
+    base.set_state_dict(state)
+    check()
+    base.set_state_dict({g: state[g] for g in ("actors", "articulations")})  # targets at qpos
+    check()
+    env.reset(seed=[7], options={"env_idx": [1]})
+    check()
+
+
 @pytest.mark.parametrize("env_id", fast_only(ENV_IDS, QUICK[0]))
 def test_state_dict_is_maniskills_layout(make, env_id):
     """get_state_dict: ManiSkill's actors (N, 13) and articulations (N, 13 + 2 dof), named as
