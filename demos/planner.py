@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from envs.imports import collector_paused
 from envs.robots import get_robot
 
 
@@ -50,23 +51,36 @@ class PlanRequest:
 
 class _OnFirstUse(types.ModuleType):
     """Stands in sys.modules for a module not yet imported, and imports it (taking its contents)
-    at the first use of one of its attributes."""
+    at the first use of one of its attributes; a stand-in package hands out its stand-in
+    submodules as they are (`import package.sub as x` reads `sub` off the package)."""
 
     def __getattr__(self, attr: str):
+        sub = sys.modules.get(f"{self.__name__}.{attr}")
+        if sub is not None:
+            return sub
+        return getattr(self._load(), attr)
+
+    def _load(self) -> types.ModuleType:
+        parent = sys.modules.get(self.__name__.rpartition(".")[0])
+        if isinstance(parent, _OnFirstUse):  # a submodule imports into its real package
+            parent._load()
         if sys.modules.get(self.__name__) is self:
             del sys.modules[self.__name__]
         real = importlib.import_module(self.__name__)
         self.__dict__.update(real.__dict__)
-        return getattr(real, attr)
+        return real
 
 
 def import_mplib():
     """mplib, without the part of its import it never plans with: its time-parametrisation
-    library (toppra) imports matplotlib.pyplot at import time for plots no planner draws, half
-    a second of CPU in every command and worker. pyplot is imported at its first use instead."""
-    if "matplotlib.pyplot" not in sys.modules:
-        sys.modules["matplotlib.pyplot"] = _OnFirstUse("matplotlib.pyplot")
-    import mplib
+    library (toppra) imports matplotlib.pyplot at import time for plots no planner draws, 0.7 s
+    of CPU in every command that plans. matplotlib and pyplot are imported at their first use
+    instead. The import runs with the garbage collector paused (envs.imports)."""
+    for name in ("matplotlib", "matplotlib.pyplot"):
+        if name not in sys.modules:
+            sys.modules[name] = _OnFirstUse(name)
+    with collector_paused():
+        import mplib
 
     return mplib
 

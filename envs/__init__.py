@@ -9,9 +9,12 @@ import warnings
 # SAPIEN says this at import on machines without a system Vulkan loader; state-only work needs none.
 warnings.filterwarnings("ignore", message="Failed to find system libvulkan")
 
-from envs import robots, tasks  # noqa: F401  (registers robots and tasks)
-from envs.core.env import BaseEnv
-from envs.core.registry import check_env_id, env_ids
-from envs.modes import ControlMode, ObsMode, RenderMode, SimBackend
+from envs.imports import collector_paused
+
+with collector_paused():
+    from envs import robots, tasks  # noqa: F401  (registers robots and tasks)
+    from envs.core.env import BaseEnv
+    from envs.core.registry import check_env_id, env_ids
+    from envs.modes import ControlMode, ObsMode, RenderMode, SimBackend
 
 __all__ = ["BaseEnv", "ControlMode", "ObsMode", "RenderMode", "SimBackend", "check_env_id", "env_ids"]
