@@ -126,7 +126,7 @@ class ArmPlanner:
         Jacobian taken at the link, so large turns sweep the TCP far off the line.)"""
         pl, pin = self.planner, self.planner.pinocchio_model
         ee = pl.link_name_2_idx[pl.move_group]
-        group = pl.move_group_joint_indices
+        group = np.asarray(pl.move_group_joint_indices)
         mask = [i not in group for i in range(len(qpos))]
         pin.compute_forward_kinematics(qpos)
         start = pin.get_link_pose(ee)
@@ -136,21 +136,25 @@ class ArmPlanner:
             q1 = -q1
         angle = 2 * np.arccos(min(1.0, abs(float(np.dot(q0, q1)))))
         n = max(2, int(np.ceil(max(np.linalg.norm(p1 - p0) / 0.01, angle / np.radians(3)))))
-        path, q = [qpos[group].copy()], qpos.copy()
-        limits = pl.joint_limits
-        for t in np.linspace(0, 1, n + 1)[1:]:
-            w = _slerp(q0, q1, t, angle)
-            q_new, ok, _ = pin.compute_IK_CLIK(ee, self._mplib.Pose(p0 + t * (p1 - p0), w), q, mask, eps=1e-5, max_iter=200)
-            if not ok or np.any(q_new < limits[:, 0] - 1e-3) or np.any(q_new > limits[:, 1] + 1e-3):
+        q, arm = qpos.copy(), qpos[group]
+        path = [arm]
+        lower, upper = pl.joint_limits[:, 0] - 1e-3, pl.joint_limits[:, 1] + 1e-3
+        line, half = p1 - p0, angle / 2
+        sin_half = np.sin(half)
+        for t in np.linspace(0, 1, n + 1)[1:]:  # per waypoint only what changes: most of a plan is mplib's IK
+            w = q0 if angle < 1e-6 else (np.sin((1 - t) * half) * q0 + np.sin(t * half) * q1) / sin_half  # slerp
+            q_new, ok, _ = pin.compute_IK_CLIK(ee, self._mplib.Pose(p0 + t * line, w), q, mask, eps=1e-5, max_iter=200)
+            if not ok or (q_new < lower).any() or (q_new > upper).any():
                 return {"status": "straight plan: no IK on the line"}
-            if np.abs(q_new[group] - q[group]).max() > 0.3:
+            arm_new = q_new[group]
+            if np.abs(arm_new - arm).max() > 0.3:
                 return {"status": "straight plan: joint jump"}
-            pl.planning_world.set_qpos_all(q_new[group])
+            pl.planning_world.set_qpos_all(arm_new)
             if pl.planning_world.is_state_colliding():
                 hits = {f"{c.link_name1}/{c.link_name2}" for c in pl.planning_world.check_collision()}
                 return {"status": f"straight plan: collision {', '.join(sorted(hits))} at {t:.0%}"}
-            q = q_new
-            path.append(q[group].copy())
+            q, arm = q_new, arm_new
+            path.append(arm)
         return {"status": "Success", "position": _trapezoid(np.vstack(path), VEL_LIMIT * speed, ACC_LIMIT * speed**2, dt)}
 
     def plan(self, req: PlanRequest) -> tuple[np.ndarray | None, str]:
@@ -204,13 +208,6 @@ class ArmPlanner:
             quats.append(np.asarray(pin.get_link_pose(ee).q))
         dots = np.abs(np.sum(np.asarray(quats[1:]) * np.asarray(quats[:-1]), axis=1))
         return float(2 * np.arccos(np.clip(dots, 0.0, 1.0)).max())
-
-
-def _slerp(q0: np.ndarray, q1: np.ndarray, t: float, angle: float) -> np.ndarray:
-    if angle < 1e-6:
-        return q0
-    half = angle / 2
-    return (np.sin((1 - t) * half) * q0 + np.sin(t * half) * q1) / np.sin(half)
 
 
 def _stretch(start: np.ndarray, traj: np.ndarray, factor: float) -> np.ndarray:
