@@ -11,6 +11,7 @@ the old file survives an interrupted run; `resume` then continues the pending fi
 
 from __future__ import annotations
 
+import gc
 import math
 import platform
 import re
@@ -202,11 +203,13 @@ def generate(cfg: GenerateConfig, on_progress: Callable[[Progress], None] | None
         start = time.perf_counter()
         # local workers are forked: this process has imported what they need (torch, SAPIEN, the
         # tasks; mplib for their planner processes) and built no env, so none imports it all again
-        # (seconds of CPU each)
+        # (seconds of CPU each). What it holds then is frozen out of the garbage collector, so that
+        # no worker or planner walks (and copies) the imported objects again
         if cfg.executor_kind is Executor.LOCAL:
             from demos.planner import import_mplib
 
             import_mplib()
+            gc.freeze()
         workers = make_pool(cfg.executor_kind, job, cfg.workers, address=cfg.address, start="fork")
         next_attempt = max((e["info"]["attempt"] + 1 for e in writer.meta["episodes"]), default=0)
         progress = Progress(writer.num_episodes, 0, 0, 0.0, resumed_from=writer.num_episodes)
