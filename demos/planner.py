@@ -61,22 +61,26 @@ class _OnFirstUse(types.ModuleType):
         return getattr(self._load(), attr)
 
     def _load(self) -> types.ModuleType:
-        parent = sys.modules.get(self.__name__.rpartition(".")[0])
-        if isinstance(parent, _OnFirstUse):  # a submodule imports into its real package
-            parent._load()
-        if sys.modules.get(self.__name__) is self:
-            del sys.modules[self.__name__]
+        # every stand-in of the package goes first, so that the package imports its real modules
+        family = self.__name__.partition(".")[0]
+        for name in [n for n, m in sys.modules.items() if isinstance(m, _OnFirstUse) and n.partition(".")[0] == family]:
+            del sys.modules[name]
         real = importlib.import_module(self.__name__)
         self.__dict__.update(real.__dict__)
         return real
 
 
+# what mplib imports and a straight plan never uses: toppra, the time parametrisation of RRT
+# paths (with the SciPy modules it takes: 0.3 s of CPU), and the plotting that toppra imports
+_DEFERRED = ("toppra", "toppra.algorithm", "toppra.constraint", "matplotlib", "matplotlib.pyplot")
+
+
 def import_mplib():
-    """mplib, without the part of its import it never plans with: its time-parametrisation
-    library (toppra) imports matplotlib.pyplot at import time for plots no planner draws, 0.7 s
-    of CPU in every command that plans. matplotlib and pyplot are imported at their first use
-    instead. The import runs with the garbage collector paused (envs.imports)."""
-    for name in ("matplotlib", "matplotlib.pyplot"):
+    """mplib, without the parts of its import that a straight plan never uses: toppra (which mplib
+    needs to time an RRT path) and matplotlib (which toppra imports for plots no planner draws)
+    are imported at their first use instead, in the planner process that falls back to RRT.
+    The import runs with the garbage collector paused (envs.imports)."""
+    for name in _DEFERRED:
         if name not in sys.modules:
             sys.modules[name] = _OnFirstUse(name)
     with collector_paused():

@@ -635,14 +635,28 @@ def test_a_plan_depends_on_its_request_alone():
     np.testing.assert_array_equal(a, other)
 
 
-def test_mplib_is_imported_without_pyplot_and_pyplot_still_works():
-    """toppra (under mplib) imports matplotlib.pyplot for plots a planner never draws: it is
-    imported at its first use instead, and then works as imported."""
+def test_mplib_is_imported_without_toppra_or_pyplot_and_both_still_work():
+    """mplib imports toppra, which times RRT paths (and imports SciPy's interpolation), and toppra
+    imports matplotlib.pyplot for plots a planner never draws: both are imported at their first
+    use instead, and then work as imported: an RRT plan in a fresh process, then pyplot."""
     code = (
         "import sys\n"
-        "from demos.planner import import_mplib\n"
+        "import numpy as np\n"
+        "from demos.planner import ArmPlanner, Box, PlanRequest, import_mplib\n"
+        "from envs.robots import get_robot\n"
         "import_mplib()\n"
-        "assert 'matplotlib.figure' not in sys.modules\n"  # what pyplot imports
+        "assert not {'scipy.interpolate', 'matplotlib.figure'} & set(sys.modules), 'imported at once'\n"
+        "planner = ArmPlanner('panda')\n"
+        "qpos = np.asarray(get_robot('panda').rest_qpos, dtype=np.float64)\n"
+        "pin = planner.planner.pinocchio_model\n"
+        "pin.compute_forward_kinematics(qpos)\n"
+        "start = pin.get_link_pose(planner.planner.link_name_2_idx[planner.planner.move_group])\n"
+        "p = np.asarray(start.p)\n"
+        "box = Box('box', (*(p + [0.0, 0.15, -0.05]), 1.0, 0.0, 0.0, 0.0), (0.03, 0.03, 0.03))\n"
+        "goal = (*(p + [0.0, 0.3, -0.1]), *start.q)\n"
+        "traj, why = planner.plan(PlanRequest('panda', tuple(qpos), goal, obstacles=(box,)))\n"
+        "assert traj is not None and 'scipy.interpolate' in sys.modules, why  # by RRT, timed by toppra\n"
+        "assert 'matplotlib.figure' not in sys.modules\n"
         "import matplotlib\n"
         "matplotlib.use('Agg')\n"
         "import matplotlib.pyplot as plt\n"
