@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-from envs.core.pose import axis_angle_to_quat, matrix_to_quat, quat_angle, quat_apply, quat_mul
+from envs.core.pose import axis_angle_to_quat, matrix_to_quat, pose_mul, pose_mul_np, quat_angle, quat_apply, quat_mul
 from envs.core.registry import TASKS
 from envs.robots import get_robot, robot_family, robot_uids
 from envs.robots.kinematics import ChainKinematics
@@ -79,6 +79,21 @@ def test_tcp_pose_is_the_jacobian_chains_tip(uid):
     chain = torch.cat((t[:, :3, 3], matrix_to_quat(t[:, :3, :3])), 1)
     assert (kin.tcp_pose(q) - chain).abs().max() < 1e-12
     assert torch.equal(kin.tcp_pose(q.float()), chain.float())
+
+
+def test_tcp_pose_composes_with_the_root_as_pose_mul(uid):
+    """The env-frame TCP pose composes the root pose with the root-frame TCP in NumPy: bit for bit
+    pose_mul's for a root turned about a coordinate axis (as every robot's is), within float32
+    rounding for any other."""
+    spec = get_robot(uid)
+    tcp = _kinematics(spec).tcp_pose(_random_qpos(spec, 500, seed=2)[:, spec.arm_indices].float())
+    axes = torch.eye(3)[[2, 2, 2, 0, 1]] * torch.tensor([0.0, math.pi / 2, math.pi, 0.5, -1.2])[:, None]
+    for turn in axis_angle_to_quat(axes):
+        root = torch.cat((torch.tensor([-0.615, 0.25, 0.1]), turn)).expand(len(tcp), 7)
+        assert torch.equal(torch.from_numpy(pose_mul_np(root.numpy(), tcp.numpy())), pose_mul(root, tcp))
+    turn = torch.nn.functional.normalize(torch.tensor([0.3, -0.5, 0.7, 0.2]), dim=0)
+    root = torch.cat((torch.tensor([-0.615, 0.25, 0.1]), turn)).expand(len(tcp), 7)
+    assert torch.allclose(torch.from_numpy(pose_mul_np(root.numpy(), tcp.numpy())), pose_mul(root, tcp), rtol=0, atol=1e-6)
 
 
 def test_gripper_convention(uid):

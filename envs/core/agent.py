@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import sapien
 import torch
 
 from envs.core.build import SELF_COLLISION_BIT, build_articulation
-from envs.core.pose import pose_mul, quat_apply, quat_conj
+from envs.core.pose import pose_mul, pose_mul_np, quat_apply, quat_conj
 from envs.core.world import ActorGroup, ArticulationGroup, BatchedWorld
 from envs.robots.base import RobotSpec
 from envs.robots.kinematics import ChainKinematics
@@ -108,9 +109,12 @@ class Agent:
         return self.group.cached("tcp_pose", self._signed_tcp_pose)
 
     def _signed_tcp_pose(self) -> torch.Tensor:
-        pose = pose_mul(self.root_pose, self.tcp_pose_root())
-        flip = (pose[:, 3:] * self._tcp_hemisphere).sum(1, keepdim=True) < 0
-        return torch.cat((pose[:, :3], torch.where(flip, -pose[:, 3:], pose[:, 3:])), 1)
+        # in NumPy (an env step reads it for its reward): the same float32 operations as
+        # pose_mul's, a few microseconds each instead of torch's dozen
+        pose = pose_mul_np(self.root_pose[:1].numpy(), self.tcp_pose_root().numpy())
+        flip = (pose[:, 3:] * self._tcp_hemisphere.numpy()).sum(1, keepdims=True) < 0
+        pose[:, 3:] = np.where(flip, -pose[:, 3:], pose[:, 3:])
+        return torch.from_numpy(pose)
 
     def is_static(self, threshold: float = 0.2) -> torch.Tensor:  # (N,) bool
         return self.qvel[:, self.arm].abs().max(1).values <= threshold

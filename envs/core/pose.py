@@ -1,8 +1,10 @@
 """Batched rigid-body math on torch tensors. Quaternions are (w, x, y, z), poses (..., 7) =
-position (3) + quaternion (4), as SAPIEN stores them. Every function takes leading batch dims."""
+position (3) + quaternion (4), as SAPIEN stores them. Every function takes leading batch dims.
+`pose_mul_np` is pose_mul for NumPy arrays, for the env step's hot path (see its docstring)."""
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 
 
@@ -88,6 +90,29 @@ def quat_to_axis_angle(q: torch.Tensor) -> torch.Tensor:
 def pose_mul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """Compose poses: a * b (b expressed in a's frame)."""
     return torch.cat((a[..., :3] + quat_apply(a[..., 3:], b[..., :3]), quat_mul(a[..., 3:], b[..., 3:])), -1)
+
+
+def pose_mul_np(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """pose_mul on NumPy arrays, operation for operation in the same order. torch fuses a cross
+    product's multiply and subtract (one rounding where this rounds twice), so float32 results
+    are pose_mul's bit for bit where a turns about a coordinate axis (every robot root: each
+    cross product term then has one non-zero product), and within the last bit otherwise."""
+
+    def cross(u: np.ndarray, v: np.ndarray) -> np.ndarray:
+        return np.stack((u[..., 1] * v[..., 2] - u[..., 2] * v[..., 1], u[..., 2] * v[..., 0] - u[..., 0] * v[..., 2],
+                         u[..., 0] * v[..., 1] - u[..., 1] * v[..., 0]), -1)
+
+    w, xyz, v = a[..., 3:4], a[..., 4:], b[..., :3]
+    t = 2.0 * cross(xyz, v)
+    aw, ax, ay, az = np.moveaxis(a[..., 3:], -1, 0)
+    bw, bx, by, bz = np.moveaxis(b[..., 3:], -1, 0)
+    q = np.stack((
+        aw * bw - ax * bx - ay * by - az * bz,
+        aw * bx + ax * bw + ay * bz - az * by,
+        aw * by - ax * bz + ay * bw + az * bx,
+        aw * bz + ax * by - ay * bx + az * bw,
+    ), -1)
+    return np.concatenate((a[..., :3] + (v + w * t + cross(xyz, t)), q), -1)
 
 
 def pose_inv(p: torch.Tensor) -> torch.Tensor:
