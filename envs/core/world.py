@@ -214,7 +214,7 @@ class ArticulationGroup(_Cached):
         # the joints' position targets as PhysX holds them (float32), kept as they are set:
         # reading them back joint by joint (each recorded step's state) costs more than the step's
         # own control
-        self._targets = self.read_drive_targets()
+        self._targets = self.read_drive_targets().numpy()
 
     def _stack(self, getter: Callable) -> torch.Tensor:
         return torch.from_numpy(np.stack([getter(a) for a in self.articulations]).astype(np.float32))
@@ -238,7 +238,7 @@ class ArticulationGroup(_Cached):
             self.articulations[i].set_qvel(q[k])
 
     def drive_targets(self) -> torch.Tensor:  # (N, dof)
-        return self._targets.clone()
+        return torch.from_numpy(self._targets.copy())
 
     def read_drive_targets(self) -> torch.Tensor:  # (N, dof) from PhysX, what drive_targets() mirrors
         return torch.tensor([[j.get_drive_target()[0] for j in js] for js in self.joints], dtype=torch.float32)
@@ -251,10 +251,10 @@ class ArticulationGroup(_Cached):
     ) -> None:
         """targets: (len(env_idx), len(joints)); joints are indices into the active joints."""
         self._per_joint(targets, env_idx, joints, lambda joint, v: joint.set_drive_target(v))
-        rows = torch.arange(len(self.articulations)) if env_idx is None else torch.as_tensor(env_idx, dtype=torch.long).flatten()
-        cols = torch.arange(self.dof) if joints is None else torch.as_tensor(joints, dtype=torch.long)
-        # PhysX stores a target as float32, rounded to nearest as torch rounds it
-        self._targets[rows[:, None], cols[None, :]] = targets.detach().cpu().reshape(len(rows), len(cols)).float()
+        rows = slice(None) if env_idx is None else np.asarray(_idx(env_idx, len(self.articulations)))[:, None]
+        cols = np.arange(self.dof) if joints is None else np.asarray(joints)
+        # PhysX stores a target as float32, rounded to nearest as NumPy rounds it
+        self._targets[rows, cols] = targets.detach().cpu().numpy().astype(np.float32)
 
     def set_drive_velocity_targets(
         self, targets: torch.Tensor, env_idx: torch.Tensor | None = None, joints: list[int] | None = None
