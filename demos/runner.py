@@ -114,16 +114,16 @@ class Runner:
         grip = ctrl.gripper.from_target(agent.targets[:, agent.gripper[:1]])
         return torch.cat((agent.targets[:, agent.arm], grip), 1)
 
-    def _plans(self, stage, idx: torch.Tensor, recs: list[_Recorder]) -> dict[int, torch.Tensor]:
-        """Per env index, the (T, A) actions of this stage; envs whose plan fails are marked."""
+    def _plans(self, stage, idx: torch.Tensor, recs: list[_Recorder]) -> dict[int, np.ndarray]:
+        """Per env index, the (T, A) float32 actions of this stage; envs whose plan fails are marked."""
         env = self.env
-        hold = self._hold()
+        hold = self._hold().numpy()
         if isinstance(stage, Grip):
-            a = hold[idx].clone()
+            a = hold[idx.numpy()]
             a[:, -1] = stage.gripper
-            return {int(i): a[k : k + 1].repeat(stage.steps, 1) for k, i in enumerate(idx)}
+            return {int(i): np.repeat(a[k : k + 1], stage.steps, 0) for k, i in enumerate(idx)}
         if isinstance(stage, Settle):
-            return {int(i): hold[i : i + 1].repeat(stage.steps, 1) for i in idx}
+            return {int(i): np.repeat(hold[i : i + 1], stage.steps, 0) for i in idx}
         target = stage.target(env, idx, self.adapter)  # (k, 7), or (k, C, 7) candidates in order; env frame
         if target.ndim == 2:
             target = target[:, None]
@@ -156,9 +156,8 @@ class Runner:
             if traj is None:
                 recs[i].failure = f"{stage.name}: {why}"
                 continue
-            arm = torch.from_numpy(traj)
-            grip = torch.full((len(arm), 1 if env.controller.gripper is not None else 0), stage.gripper)
-            plans[i] = torch.cat((arm, grip), 1)
+            grip = np.full((len(traj), 1 if env.controller.gripper is not None else 0), stage.gripper, dtype=np.float32)
+            plans[i] = np.concatenate((traj, grip), 1)
         return plans
 
     # ---- one batch --------------------------------------------------------------------------------
@@ -181,7 +180,7 @@ class Runner:
         batch = _Batch(state, obs if self.record_obs else None)
         stages = self.solution.stages
         stage_of = [-1] * n  # the stage each env is in
-        plan: dict[int, torch.Tensor] = {}  # env -> the (T, A) actions of its stage
+        plan: dict[int, np.ndarray] = {}  # env -> the (T, A) actions of its stage
         step = [0] * n  # env -> the next row of its plan
         streak = [0] * n  # env -> steps in a row with success, in a Settle stage
         running = set(range(n))
@@ -227,13 +226,15 @@ class Runner:
             outcomes.append(Outcome(r.seed, batch.episode(i, r) if r.length else None, r.solved, "success" if r.solved else r.failure))
         return outcomes
 
-    def _step(self, actions: dict[int, torch.Tensor], recs: list[_Recorder], batch: _Batch) -> torch.Tensor:
+    def _step(self, actions: dict[int, np.ndarray], recs: list[_Recorder], batch: _Batch) -> torch.Tensor:
         """One env step: env i takes actions[i] and records it; the others (their episodes
         over) hold their targets, unrecorded. The (N,) success flags."""
         env = self.env
-        action = self._hold()
-        for i, a in actions.items():
-            action[i] = a
+        rows = [actions.get(i) for i in range(env.num_envs)]
+        if len(actions) < env.num_envs:
+            hold = self._hold().numpy()
+            rows = [hold[i] if r is None else r for i, r in enumerate(rows)]
+        action = torch.from_numpy(np.stack(rows))
         obs, reward, terminated, truncated, info = env.step(action)
         batch.add(env.get_state_dict(), obs if self.record_obs else None, action, reward, terminated, truncated, info)
         for i in actions:

@@ -143,8 +143,15 @@ class ActorGroup(_Cached):
         self.dynamic = isinstance(self.bodies[0], sapien.physx.PhysxRigidDynamicComponent)
         self.in_state = self.dynamic if in_state is None else in_state  # part of the env state (see BatchedWorld.add_actor)
         self._offsets = offsets  # (N, 3)
+        # a static or kinematic body moves only when set_pose moves it: its pose is read once until then
+        self._still = not self.dynamic or all(b.kinematic for b in self.bodies)
+        self._still_pose: torch.Tensor | None = None
 
     def pose(self) -> torch.Tensor:  # (N, 7) env-local
+        if self._still:
+            if self._still_pose is None:
+                self._still_pose = self._read_pose()
+            return self._still_pose
         return self.cached("pose", self._read_pose)
 
     def _read_pose(self) -> torch.Tensor:
@@ -153,6 +160,7 @@ class ActorGroup(_Cached):
     def set_pose(self, pose: torch.Tensor, env_idx: torch.Tensor | None = None) -> None:
         """pose: (len(env_idx), 7) env-local."""
         self._clock.tick()
+        self._still_pose = None
         pose = pose.detach().cpu().double().numpy()
         for k, i in enumerate(_idx(env_idx, len(self.entities))):
             self.entities[i].set_pose(sapien.Pose(pose[k, :3] + self._offsets[i].double().numpy(), pose[k, 3:]))
