@@ -152,9 +152,10 @@ def test_state_round_trip_reproduces_next_steps(make, env_id, control_mode):
 
 
 @pytest.mark.parametrize("env_id, control_mode", fast_only(ENV_MODES, QUICK))
-def test_drive_targets_kept_as_physx_holds_them(make, env_id, control_mode):
-    """The drive targets an env state records are kept as they are set, not read back from PhysX
-    joint by joint: they equal PhysX's own after resets, steps, restores and partial resets."""
+def test_kept_readings_are_physx_s(make, env_id, control_mode):
+    """What an env keeps instead of reading PhysX again, the drive targets as they were set and a
+    static actor's pose until it is moved, equals PhysX's own after resets, steps, restores and
+    partial resets."""
     env = make(env_id, num_envs=3, control_mode=control_mode)
     base = env.unwrapped
     env.reset(seed=1)
@@ -162,6 +163,8 @@ def test_drive_targets_kept_as_physx_holds_them(make, env_id, control_mode):
     def check():
         for name, group in base.world.articulations.items():
             assert torch.equal(group.drive_targets(), group.read_drive_targets()), name
+        for name, group in base.world.actors.items():
+            assert torch.equal(group.pose(), group._read_pose()), name
 
     check()
     for _ in range(3):

@@ -143,8 +143,10 @@ class ActorGroup(_Cached):
         self.dynamic = isinstance(self.bodies[0], sapien.physx.PhysxRigidDynamicComponent)
         self.in_state = self.dynamic if in_state is None else in_state  # part of the env state (see BatchedWorld.add_actor)
         self._offsets = offsets  # (N, 3)
-        # a static or kinematic body moves only when set_pose moves it: its pose is read once until then
-        self._still = not self.dynamic or all(b.kinematic for b in self.bodies)
+        # a static body moves only when set_pose moves it: its pose is read once until then (not a
+        # kinematic one: PhysX keeps its pose at its centre of mass, and the pose read back after a
+        # step differs from the one set in the last bits)
+        self._still = not self.dynamic
         self._still_pose: torch.Tensor | None = None
 
     def pose(self) -> torch.Tensor:  # (N, 7) env-local
