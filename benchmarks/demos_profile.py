@@ -41,7 +41,7 @@ def main() -> None:
 
     class InProcess:  # the PlannerPool interface, without its process
         def map(self, requests):
-            return [planners(r) for r in requests]
+            return planners(tuple(requests))
 
     def run() -> list:
         outcomes = []

@@ -1,7 +1,11 @@
 """Planner processes. mplib can crash its process (segfault); a crashed planner is replaced and
-only the request it held fails, so a run never hangs on it. They are a process pool of
+only the request that crashed it fails, so a run never hangs on it. They are a process pool of
 envs/executor.py, forked (a planner needs no fresh interpreter) and not retried (a request that
-crashed a planner would crash the next one too)."""
+crashed a planner would crash the next one too).
+
+A planner takes the requests of a `map` in one message and answers them in one (a stage's
+requests for a group of envs: a dozen round trips through the pipes cost more than planning a
+short move); a group whose planner crashed is planned again request by request."""
 
 from __future__ import annotations
 
@@ -24,7 +28,10 @@ class _Planners:
             except Exception:  # reported by the first request instead
                 pass
 
-    def __call__(self, req: PlanRequest) -> tuple[np.ndarray | None, str]:
+    def __call__(self, reqs: tuple[PlanRequest, ...]) -> list[tuple[np.ndarray | None, str]]:
+        return [self.plan(r) for r in reqs]
+
+    def plan(self, req: PlanRequest) -> tuple[np.ndarray | None, str]:
         try:
             if req.robot_uid not in self.planners:
                 self.planners[req.robot_uid] = ArmPlanner(req.robot_uid)
@@ -52,14 +59,23 @@ class PlannerPool:
 
     def map(self, requests: list[PlanRequest]) -> list[tuple[np.ndarray | None, str]]:
         results: list[tuple[np.ndarray | None, str] | None] = [None] * len(requests)
-        for k, req in enumerate(requests):
-            self.pool.submit(k, req)
-        for _ in requests:
-            k, out = self.pool.next_result()
-            if isinstance(out, Lost):  # crashed while planning: its request fails
-                self.crashes += 1
-                out = (None, f"planner process died ({out.reason.removeprefix('a worker died ')})")
-            results[k] = out
+        groups = [[int(k) for k in g] for g in np.array_split(np.arange(len(requests)), self.pool.size) if len(g)]
+        while groups:  # one group per planner; then those of a crashed one, a request each
+            for key, group in enumerate(groups):
+                self.pool.submit(key, tuple(requests[k] for k in group))
+            again = []
+            for _ in groups:
+                key, out = self.pool.next_result()
+                group = groups[key]
+                if not isinstance(out, Lost):
+                    for k, result in zip(group, out):
+                        results[k] = result
+                elif len(group) > 1:  # crashed on one of them: which one, the planners find out alone
+                    again += [[k] for k in group]
+                else:  # crashed while planning it: it fails
+                    self.crashes += 1
+                    results[group[0]] = (None, f"planner process died ({out.reason.removeprefix('a worker died ')})")
+            groups = again
         return results  # type: ignore[return-value]
 
     def close(self) -> None:

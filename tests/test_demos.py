@@ -553,6 +553,30 @@ def test_a_batch_runs_each_episode_as_its_replay(task, tmp_path):
     _assert_fresh_replay_equals(kwargs, eps, "run", task)
 
 
+def test_a_planner_crash_fails_only_the_request_that_crashed_it(monkeypatch):
+    """A planner takes a group's requests in one message; when it dies on one of them, the group
+    is planned again request by request: only the request that kills a planner fails, and the
+    others get their plans, in request order."""
+    import os
+
+    from demos.planner import PlanRequest
+    from demos.pool import PlannerPool, _Planners
+
+    def plan(self, req):  # the planners are forked from this process: they plan this way
+        if req.robot_uid == "crash":
+            os._exit(3)
+        return np.full((1, 7), req.qpos[0], dtype=np.float32), "Success"
+
+    monkeypatch.setattr(_Planners, "plan", plan)
+    requests = [PlanRequest(uid, (float(k),), (0.0,) * 7) for k, uid in enumerate(["ok", "ok", "crash", "ok"])]
+    with PlannerPool(1) as pool:
+        out = pool.map(requests)
+        again = pool.map(requests[:2])
+    assert [why for _, why in out[:2] + out[3:]] == ["Success"] * 3 and [t[0, 0] for t, _ in out[:2] + out[3:]] == [0, 1, 3]
+    assert out[2][0] is None and out[2][1].startswith("planner process died") and "exit code 3" in out[2][1]
+    assert pool.crashes == 1 and [t[0, 0] for t, _ in again] == [0, 1]
+
+
 def test_planner_goes_to_the_first_reachable_goal():
     from demos.planner import ArmPlanner, PlanRequest
     from envs.robots import get_robot
