@@ -11,7 +11,7 @@ from typing import Iterator
 def collector_paused() -> Iterator[None]:
     """The cyclic garbage collector off for a block of imports. Importing torch, SAPIEN and the
     tasks creates about a million objects, none of them garbage, and the collector, started by
-    allocation counts, walks the survivors again and again: 5-10 % of the import's CPU."""
+    allocation counts, walks the survivors again and again: about 5 % of the import's CPU."""
     enabled = gc.isenabled()
     gc.disable()
     try:
