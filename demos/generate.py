@@ -274,5 +274,6 @@ def generate(cfg: GenerateConfig, on_progress: Callable[[Progress], None] | None
     finally:
         if workers is not None:
             workers.close()
+        gc.unfreeze()  # what was frozen for the workers is this process's own again (a no-op if nothing was)
         output.finish(writer, complete)  # an --overwrite run's file replaces the old one once complete
     return progress
