@@ -53,7 +53,9 @@ def test_info_verify_note_once(theirs, capsys):
     for key in ("render_mode", "sensor_configs.shader_pack", "human_render_camera_configs", "viewer_camera_configs"):
         assert key in notes[0]
     meta = read_meta(theirs)
-    assert meta["env_info"]["env_kwargs"] == {"obs_mode": "none", "control_mode": "pd_joint_pos", "sim_backend": "physx_cpu"}
+    # ManiSkill's one CPU env simulates alone at the origin: so does each of ours in a replay
+    assert meta["env_info"]["env_kwargs"] == {"obs_mode": "none", "control_mode": "pd_joint_pos", "sim_backend": "physx_cpu",
+                                              "physics": {"isolated": True}}
     assert [e["reset_kwargs"] for e in meta["episodes"]] == [{"seed": e["episode_seed"]} for e in meta["episodes"]]
     assert demos_main(["verify", str(theirs)]) == 0
     assert f"{N}/{N} episodes reproduce" in capsys.readouterr().out
@@ -197,5 +199,7 @@ def test_peg_insertion_side_scene_from_each_seed(ours, tmp_path, capsys):
     side["env_info"]["env_kwargs"]["num_envs"] = 4
     sidecar_path(theirs).write_text(json.dumps(side))
     capsys.readouterr()
-    assert all("scene_kwargs" not in e for e in read_meta(theirs)["episodes"])
+    meta = read_meta(theirs)
+    assert all("scene_kwargs" not in e for e in meta["episodes"])
+    assert "physics" not in meta["env_info"]["env_kwargs"]  # a batched recording's envs shared a scene
     assert "batched" in capsys.readouterr().err

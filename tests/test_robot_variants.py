@@ -29,12 +29,16 @@ def test_panda_wristcam_is_accepted_where_panda_is(make):
 
 
 def test_panda_wristcam_urdf_is_panda_plus_the_camera():
-    """The two URDFs stay one arm: every link and joint of panda's file is in panda_wristcam's, equal."""
+    """The two URDFs stay one arm: every link and joint of panda's file is in panda_wristcam's, equal,
+    but the finger pads (frames without mass in ManiSkill's panda_v2, absent from its panda_v3)."""
     from envs.robots import get_robot
 
     arm, wrist = get_robot("panda").model, get_robot("panda_wristcam").model
     wrist_joints = {j.name: j for j in wrist.joints}
     wrist_links = {link.name: link for link in wrist.links}
-    assert all(wrist_joints[j.name] == j for j in arm.joints)
-    assert all(wrist_links[link.name] == link for link in arm.links)
+    pads = {f"panda_{side}finger_pad" for side in ("left", "right")}
+    assert {link.name for link in arm.links} - set(wrist_links) == pads
+    assert all(wrist_joints[j.name] == j for j in arm.joints if j.child not in pads)
+    assert all(wrist_links[link.name] == link for link in arm.links if link.name not in pads)
     assert set(wrist_joints) - {j.name for j in arm.joints} == {"realsense_joint", "camera_link_joint"}
+    assert [j.name for j in arm.joints if j.mimic] == [j.name for j in wrist.joints if j.mimic] == ["panda_finger_joint2"]

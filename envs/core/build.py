@@ -67,6 +67,29 @@ def _frame_along(axis: tuple[float, float, float]) -> sapien.Pose:
     return sapien.Pose(m)
 
 
+MIMIC_TENDON_STIFFNESS = 1e5  # SAPIEN's (and ManiSkill's) URDF loaders couple a <mimic> joint this stiffly
+
+
+def _mimic_tendons(articulation: sapien.physx.PhysxArticulation, model: RobotModel) -> None:
+    """A URDF <mimic> joint is coupled to the joint it follows by a fixed tendon, as SAPIEN's URDF
+    loader builds it (the joints' links and coefficients in its order): two children of one link
+    (the Panda's fingers) through that link, a child of the followed joint's child through its
+    grandparent. Without it the fingers move apart under contact, each on its own drive."""
+    for joint in model.joints:
+        if joint.mimic is None:
+            continue
+        m = joint.mimic
+        this, other = articulation.find_joint_by_name(joint.name), articulation.find_joint_by_name(m.joint)
+        if this.parent_link == other.parent_link:
+            chain = [this.parent_link, this.child_link, other.child_link]
+        elif this.parent_link == other.child_link and this.parent_link.parent is not None:
+            chain = [this.parent_link.parent, this.parent_link, this.child_link]
+        else:
+            raise ValueError(f"{model.name}: joint {joint.name} mimics {m.joint}, which is neither its sibling nor its parent")
+        articulation.create_fixed_tendon(chain, [0, -m.multiplier, 1], [0, -1 / m.multiplier, 1],
+                                         rest_length=m.offset, stiffness=MIMIC_TENDON_STIFFNESS)
+
+
 def build_articulation(
     scene: sapien.Scene,
     model: RobotModel,
@@ -110,6 +133,7 @@ def build_articulation(
     ab.set_initial_pose(root_pose)
     articulation = ab.build(fix_root_link=True)
     articulation.set_name(name)
+    _mimic_tendons(articulation, model)
     for link in articulation.links:
         link.disable_gravity = True
         own = (link_materials or {}).get(link.name.split("/", 1)[-1])

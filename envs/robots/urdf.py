@@ -109,6 +109,16 @@ class Joint:
     upper: float
     effort: float
     velocity: float
+    mimic: "Mimic | None" = None  # this joint follows another (URDF <mimic>)
+
+
+@dataclass(frozen=True)
+class Mimic:
+    """URDF <mimic>: q = multiplier * q(joint) + offset."""
+
+    joint: str
+    multiplier: float = 1.0
+    offset: float = 0.0
 
 
 @dataclass
@@ -194,6 +204,8 @@ def load_urdf(path: str | Path) -> RobotModel:
         get = (lambda k, d: float(lim.get(k, d))) if lim is not None else (lambda k, d: d)
         axis = je.find("axis")
         child = je.find("child").get("link")
+        me = je.find("mimic")
+        mimic = Mimic(me.get("joint"), float(me.get("multiplier", 1.0)), float(me.get("offset", 0.0))) if me is not None else None
         joints[child] = Joint(
             je.get("name"),
             kind,
@@ -205,6 +217,7 @@ def load_urdf(path: str | Path) -> RobotModel:
             get("upper", 0.0),
             get("effort", 0.0),
             get("velocity", 0.0),
+            mimic,
         )
     (base,) = [name for name in links if name not in joints]
     ordered_links, ordered_joints, stack = [], [], [base]

@@ -194,6 +194,10 @@ def adopt(meta: dict, f: h5py.File, path: Path) -> dict:
     rebuilt = (raw.get("num_envs") or 1) == 1 and raw.get("reconfiguration_freq") != 0
     if not rebuilt and task.seeded_scene_kwargs([0]):
         ignored.append("the scenes of a batched or non-reconfiguring recording (default geometry)")
+    if (raw.get("num_envs") or 1) == 1 and "physics" not in kwargs:
+        # ManiSkill's one CPU env simulates alone at the origin: each of ours does too when replayed
+        # (on a shared grid, float32 rounding at an env's place moves contacts by their last bits)
+        kwargs["physics"] = {"isolated": True}
     adopted = []
     for e in episodes:
         seed = _seed(e, str(path))

@@ -77,6 +77,12 @@ def _rows() -> list[Row]:
              ((0.00875, 0.0035, 0.01175), (0.0, 0.0159, 0.02835), math.pi / 6),
              ((0.00875, 0.0076, 0.00925), (0.0, 0.00758, 0.04525), 0.0)),
             lambda: _finger_boxes(), _URDF, tol=1e-6),
+        Row("fingers: panda_finger_joint2 mimics panda_finger_joint1 (a fixed tendon, stiffness 1e5): drives asked "
+            "0.04 apart after 0.2 s", "coupled", lambda: _finger_coupling(), f"{_URDF}, utils/building/articulation_builder.py"),
+        Row("frames without an inertial (panda_link8, panda_hand_tcp, finger pads; panda_wristcam: camera_base_link): "
+            "mass, largest principal inertia", (1e-6, 1e-6), lambda: _frame_masses(), _URDF, tol=1e-9),
+        Row("panda_wristcam: finger pad links", (), lambda: tuple(link.name for link in get_robot("panda_wristcam").model.links
+                                                                  if link.name.endswith("_pad")), "assets/robots/panda/panda_v3.urdf"),
         Row("collision geometry (links other than the fingers)", "meshes (franka_description)",
             lambda: "primitives (boxes, cylinders)", _URDF,
             deviation="we ship no ManiSkill assets: primitive collision shapes, kinematics held equal"),
@@ -100,6 +106,47 @@ def _live_panda():
     env = gym.make("PickCube-v1", num_envs=1)
     env.reset(seed=0)
     return env.unwrapped
+
+
+def _physx_links(robot: str) -> dict:
+    """The live robot's PhysX links by URDF name, in a fresh one-env PickCube."""
+    import gymnasium as gym
+    import sapien
+
+    import envs  # noqa: F401  (registers)
+
+    env = gym.make("PickCube-v1", num_envs=1, robot_uids=robot).unwrapped
+    env.reset(seed=0)
+    links = {c.name.split("/", 1)[-1]: c for e in env.world.scenes[0].entities for c in e.components
+             if isinstance(c, sapien.physx.PhysxArticulationLinkComponent)}
+    return {"env": env, **links}
+
+
+def _finger_coupling() -> str:
+    """Read back from the simulator: the finger drives asked to 0 and 0.04, 20 PhysX steps; coupled
+    fingers stay within 4 mm of each other (the tendon against the drives: 1.6 mm), uncoupled ones part."""
+    live = _physx_links("panda")
+    env, art = live["env"], live["panda_hand"].articulation
+    joints = {j.name: j for j in art.get_active_joints()}
+    joints["panda_finger_joint1"].set_drive_target(0.0)
+    joints["panda_finger_joint2"].set_drive_target(0.04)
+    for _ in range(20):
+        env.world.step()
+    q = art.get_qpos()
+    env.close()
+    return "coupled" if abs(float(q[-2]) - float(q[-1])) < 0.004 else "independent"
+
+
+def _frame_masses() -> tuple[float, float]:
+    """Read back from the simulator: the largest mass and principal inertia of those frames."""
+    names = {"panda": ("panda_link8", "panda_hand_tcp", "panda_leftfinger_pad", "panda_rightfinger_pad"),
+             "panda_wristcam": ("panda_link8", "panda_hand_tcp", "camera_base_link")}
+    out = []
+    for robot, frames in names.items():
+        live = _physx_links(robot)
+        out += [(live[f].mass, max(live[f].inertia)) for f in frames]
+        live["env"].close()
+    return tuple(max(v) for v in zip(*out))
 
 
 def _finger_material():
