@@ -104,8 +104,10 @@ RESTORE_DRIFT = {
     ("PullCube-v1", "pd_ee_pose"),
     ("PlugCharger-v1", "pd_ee_pose"),
     # with the fingers coupled (ManiSkill's tendon), the fingertips these motions press on the table
-    # move each other: restores 0.9 apart after 20 steps
+    # move each other: restores 0.9 (PlaceSphere), 0.09 and 0.002 apart after 20 steps
     ("PlaceSphere-v1", "pd_ee_pose"),
+    ("StackPyramid-v1", "pd_ee_pose"),
+    ("TwoRobotPickCube-v1", "pd_ee_pose"),
     # the drawing stick's random motions press it on the canvas and slide it there (this CPU:
     # restores 7.4 apart after 20 steps)
     ("DrawTriangle-v1", "pd_ee_pose"),
