@@ -191,10 +191,11 @@ def adopt(meta: dict, f: h5py.File, path: Path) -> dict:
     raw = info.get("env_kwargs") or {}
     # one env that reconfigures at reset (ManiSkill's default for one env of such a task) draws
     # its scene from the reset's seed; a batched recording's scenes are not in the file
-    rebuilt = (raw.get("num_envs") or 1) == 1 and raw.get("reconfiguration_freq") != 0
+    one_env = (raw.get("num_envs") or 1) == 1
+    rebuilt = one_env and raw.get("reconfiguration_freq") != 0
     if not rebuilt and task.seeded_scene_kwargs([0]):
         ignored.append("the scenes of a batched or non-reconfiguring recording (default geometry)")
-    if (raw.get("num_envs") or 1) == 1 and "physics" not in kwargs:
+    if one_env and "physics" not in kwargs:
         # ManiSkill's one CPU env simulates alone at the origin: each of ours does too when replayed
         # (on a shared grid, float32 rounding at an env's place moves contacts by their last bits)
         kwargs["physics"] = {"isolated": True}

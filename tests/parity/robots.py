@@ -97,36 +97,27 @@ def _wrist_mount():
     return (a.origin.xyz, a.origin.rpy, b.origin.xyz)
 
 
-@cache
-def _live_panda():
+def _make(robot: str):
     import gymnasium as gym
 
     import envs  # noqa: F401  (registers)
 
-    env = gym.make("PickCube-v1", num_envs=1)
+    env = gym.make("PickCube-v1", num_envs=1, robot_uids=robot)
     env.reset(seed=0)
     return env.unwrapped
 
 
-def _physx_links(robot: str) -> dict:
-    """The live robot's PhysX links by URDF name, in a fresh one-env PickCube."""
-    import gymnasium as gym
-    import sapien
-
-    import envs  # noqa: F401  (registers)
-
-    env = gym.make("PickCube-v1", num_envs=1, robot_uids=robot).unwrapped
-    env.reset(seed=0)
-    links = {c.name.split("/", 1)[-1]: c for e in env.world.scenes[0].entities for c in e.components
-             if isinstance(c, sapien.physx.PhysxArticulationLinkComponent)}
-    return {"env": env, **links}
+@cache
+def _live(robot: str = "panda"):
+    """A one-env PickCube of `robot`, kept for rows that read properties (never stepped)."""
+    return _make(robot)
 
 
 def _finger_coupling() -> str:
     """Read back from the simulator: the finger drives asked to 0 and 0.04, 20 PhysX steps; coupled
     fingers stay within 4 mm of each other (the tendon against the drives: 1.6 mm), uncoupled ones part."""
-    live = _physx_links("panda")
-    env, art = live["env"], live["panda_hand"].articulation
+    env = _make("panda")  # stepped: an env of its own
+    art = env.agent.group.links[0]["panda_hand"].articulation
     joints = {j.name: j for j in art.get_active_joints()}
     joints["panda_finger_joint1"].set_drive_target(0.0)
     joints["panda_finger_joint2"].set_drive_target(0.04)
@@ -141,17 +132,14 @@ def _frame_masses() -> tuple[float, float]:
     """Read back from the simulator: the largest mass and principal inertia of those frames."""
     names = {"panda": ("panda_link8", "panda_hand_tcp", "panda_leftfinger_pad", "panda_rightfinger_pad"),
              "panda_wristcam": ("panda_link8", "panda_hand_tcp", "camera_base_link")}
-    out = []
-    for robot, frames in names.items():
-        live = _physx_links(robot)
-        out += [(live[f].mass, max(live[f].inertia)) for f in frames]
-        live["env"].close()
+    out = [(link.mass, max(link.inertia)) for robot, frames in names.items()
+           for link in (_live(robot).agent.group.links[0][f] for f in frames)]
     return tuple(max(v) for v in zip(*out))
 
 
 def _finger_material():
     """Read back from the simulator: both fingers' collision shapes of the live robot."""
-    links = _live_panda().agent.group.links[0]
+    links = _live().agent.group.links[0]
     out = set()
     for name in ("panda_leftfinger", "panda_rightfinger"):
         for shape in links[name].get_collision_shapes():
@@ -164,7 +152,7 @@ def _finger_material():
 def _finger_boxes():
     """Read back from the simulator: the left finger's collision boxes (half size, centre, roll
     about x), lowest first, each matched by the right finger's box mirrored in y (else an error)."""
-    links = _live_panda().agent.group.links[0]
+    links = _live().agent.group.links[0]
 
     def boxes(name: str, sign: float) -> tuple:
         out = []
@@ -188,7 +176,7 @@ def _inertia(name: str):
     """COM and the full inertia tensor (from the simulator's principal moments and axes)."""
     import numpy as np
 
-    link = _live_panda().agent.group.links[0][name]
+    link = _live().agent.group.links[0][name]
     cm = link.cmass_local_pose
     w, x, y, z = cm.q
     r = np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
