@@ -181,8 +181,10 @@ class Progress:
 
 def generate(cfg: GenerateConfig, on_progress: Callable[[Progress], None] | None = None) -> Progress:
     """Runs until cfg.n episodes are in cfg.out; returns the counts of this run. Batches of
-    num_envs attempts go to the workers (local processes or Ray actors); results are committed in
-    attempt order, one commit per batch, so the file does not depend on which worker was first.
+    num_envs attempts go to the workers (local processes or Ray actors); results are staged in
+    attempt order, so the file does not depend on which worker was first, and committed as often as
+    a twentieth of the time allows (TrajectoryWriter.commit_if_due) and when the run ends, however
+    it ends.
     The file is opened before the workers start, so a file problem shows at once."""
     output = Output.plan(cfg.out, cfg.resume, cfg.overwrite, whole=False)
     if output.resume:
@@ -218,11 +220,14 @@ def generate(cfg: GenerateConfig, on_progress: Callable[[Progress], None] | None
         done: dict[int, list] = {}  # finished batches waiting for earlier ones
         span: dict[int, tuple[int, int]] = {}  # submitted batch -> its first attempt and its size
         next_batch = commit_batch = kept = 0
-        while writer.num_episodes < cfg.n:
-            # attempts in flight cover the demos still wanted at the rate kept so far, with 5 % to
-            # spare; when fewer are wanted than the idle workers' envs (at the start or the end of
-            # a run), they are shared out among them as smaller batches (an env per seed), not run
-            # as whole ones. Which attempts are kept does not depend on it: the first n, in order
+
+        def refill() -> None:
+            # attempts in flight (or finished, not yet committed) cover the demos still wanted at
+            # the rate kept so far, with 5 % to spare; when fewer are wanted than the idle
+            # workers' envs (at the start or the end of a run), they are shared out among them as
+            # smaller batches (an env per seed), not run as whole ones. Which attempts are kept
+            # does not depend on it: the first n, in order
+            nonlocal next_attempt, next_batch
             rate = max(kept / progress.attempts, 0.1) if progress.attempts else 1.0
             while workers.idle:
                 wanted = math.ceil(1.05 * (cfg.n - writer.num_episodes) / rate) - sum(s for _, s in span.values())
@@ -234,8 +239,12 @@ def generate(cfg: GenerateConfig, on_progress: Callable[[Progress], None] | None
                 span[next_batch] = (first, size)
                 next_attempt += size
                 next_batch += 1
+
+        while writer.num_episodes < cfg.n:
+            refill()
             batch, outcomes = workers.next_result()
             done[batch] = outcomes
+            refill()  # the worker that answered gets its next batch before this process commits
             progress.retried = workers.retried
             while commit_batch in done and writer.num_episodes < cfg.n:
                 outcomes = done.pop(commit_batch)
@@ -265,7 +274,7 @@ def generate(cfg: GenerateConfig, on_progress: Callable[[Progress], None] | None
                         f"no attempt succeeded in {progress.attempts}; the most common failure ({count} of them): "
                         f"{example[kind]}"
                     )
-            writer.commit()
+            writer.commit_if_due()  # at every batch while the file is small; what is staged, finish() commits
             progress.saved = writer.num_episodes
             progress.elapsed = time.perf_counter() - start
             if on_progress:

@@ -189,8 +189,10 @@ def copy_episode(src: h5py.File, episode_id: int, dst: h5py.File, new_entry: dic
 
 def link_episode(f: h5py.File, episode_id: int, segment: str) -> None:
     """Episode `episode_id` of container `f` as an external link into file `segment` (a path
-    relative to the container's folder)."""
-    f[group_name(episode_id)] = h5py.ExternalLink(segment, "/" + group_name(episode_id))
+    relative to the container's folder). Made with HDF5's own call, as h5py.ExternalLink makes
+    it (the same bytes) at a quarter of the cost: a commit links every episode again."""
+    name = group_name(episode_id).encode()
+    f.id.links.create_external(name, os.fsencode(segment), b"/" + name)
 
 
 def linked_segment(f: h5py.File, episode_id: int) -> str | None:

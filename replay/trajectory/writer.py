@@ -13,6 +13,7 @@ group is added, and a kill during that write can corrupt the groups already ther
 - The JSON sidecar is rewritten atomically every few seconds and at close; a reader whose
   sidecar is stale, missing or from another run rebuilds it from the commit marks.
 - `add()` stages an episode and commits when enough are staged or enough time has passed;
+  `commit_if_due()` commits unless the last commit was recent for its cost;
   `add_batch()` commits at once. `TrajectoryWriter(..., resume=True)` continues after the last
   committed episode; an interrupted consolidation or commit leaves only temporary files, which the
   next writer removes.
@@ -51,6 +52,7 @@ class TrajectoryWriter:
     SIDECAR_EVERY = 5.0  # seconds between sidecar rewrites
     COMMIT_EVERY = 2.0  # add(): seconds between commits ...
     COMMIT_STAGED = 16  # ... or this many staged episodes
+    COMMIT_SHARE = 20  # commit_if_due(): at most 1/20 of the time on commits
 
     def __init__(self, path: str | Path, meta: dict, resume: bool = False, compress_images: bool = True):
         self.path = Path(path)
@@ -60,6 +62,7 @@ class TrajectoryWriter:
         self._tmp = tmp_path(self.path)
         self._staged: list[tuple[Episode, dict]] = []
         self._last_commit = self._last_sidecar = time.monotonic()
+        self._commit_cost = 0.0  # seconds the last commit took
         self._closed = False
         self._tmp.unlink(missing_ok=True)  # a container write or consolidation that was killed
         if resume and self.path.exists():
@@ -102,9 +105,17 @@ class TrajectoryWriter:
         self._staged.append((episode, episode_entry(eid, episode, control_mode)))
         return eid
 
+    def commit_if_due(self) -> None:
+        """Commits the staged episodes unless the last commit was so recent that committing
+        again would spend more than 1/COMMIT_SHARE of the time since on commits. A commit links
+        every episode of the file again, so its cost grows with the file: a small file is
+        committed at every call, a long run's every second or so, not at every batch."""
+        if time.monotonic() - self._last_commit > self.COMMIT_SHARE * self._commit_cost:
+            self.commit()
+
     def commit(self) -> None:
         """Makes the staged episodes durable: a new segment file, then a new container."""
-        self._last_commit = time.monotonic()
+        start = self._last_commit = time.monotonic()
         if not self._staged:
             return
         self._absorb_base()
@@ -123,6 +134,7 @@ class TrajectoryWriter:
         self._staged = []
         if time.monotonic() - self._last_sidecar > self.SIDECAR_EVERY:
             self.write_sidecar()
+        self._commit_cost = time.monotonic() - start
 
     def write_sidecar(self) -> None:
         write_json_atomic(self.sidecar, self.meta)
