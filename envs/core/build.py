@@ -13,7 +13,7 @@ import sapien
 
 from typing import TYPE_CHECKING, Mapping
 
-from envs.robots.urdf import Geometry, Joint, RobotModel
+from envs.robots.urdf import Geometry, Joint, Origin, RobotModel
 
 if TYPE_CHECKING:
     from envs.robots.base import LinkMaterial
@@ -26,7 +26,10 @@ _Z_TO_X = sapien.Pose(q=[0.7071068, 0.0, 0.7071068, 0.0])
 SELF_COLLISION_BIT = 31
 
 
-def to_pose(origin) -> sapien.Pose:
+@functools.lru_cache(maxsize=None)
+def to_pose(origin: Origin) -> sapien.Pose:
+    """Computed once per origin, as _frame_along's frames (read only: callers compose it); every
+    batch's env builds the same robots again."""
     return sapien.Pose(list(origin.xyz), list(origin.quat))
 
 
