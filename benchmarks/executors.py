@@ -3,7 +3,10 @@
 the machine's speed falls on all alike. "ray" starts a local Ray for each run (its start-up is in
 the time, as are the workers'); "ray2" joins a two-node cluster on this machine (`ray start --head`
 plus a second `ray start --address`, half the CPUs each, with the workers' imports preloaded as the
-README starts a cluster), started once before the runs.
+README starts a cluster), started once before the runs. "kept" joins a one-node cluster of all the
+CPUs with `--keep-workers`: its workers, started by an untimed warm-up command, stay up between
+commands, so its runs are those of a cluster that already holds our workers (a cluster of its own:
+another pool on that cluster would take its workers over).
 
     python -m benchmarks.executors [--task PickCube] [--n 2000] [--convert 500] [--rounds 2] [--workers 16] [--stages convert]
 
@@ -61,17 +64,22 @@ def main() -> None:
     try:
         subprocess.run([*ray_cli, "start", "--address", f"127.0.0.1:{port}", *env_cpus], check=True, capture_output=True,
                        env=node_env)
+        all_cpus = ["--num-cpus", str(args.workers), "--resources", '{"render": %d}' % args.workers, "--disable-usage-stats"]
+        subprocess.run([*ray_cli, "start", "--head", "--port", KEPT_PORT, "--include-dashboard", "false", *all_cpus],
+                       check=True, capture_output=True, env=node_env)
         _measure(args, py, rates, f"127.0.0.1:{port}")
     finally:
         subprocess.run([*ray_cli, "stop", "--force"], capture_output=True)
     for stage in [s for s in ("generate", "convert rgbd") if s.split()[0] in args.stages]:
         local = statistics.median(rates[(stage, "local")])
-        for ex in ("ray", "ray2"):
+        for ex in ("ray", "ray2", "kept"):
             other = statistics.median(rates[(stage, ex)])
             print(f"{stage:13s} median: local {local:.2f}/s, {ex} {other:.2f}/s ({other / local:.0%} of local)")
 
 
-EXECUTORS = {"local": [], "ray": ["--executor", "ray"], "ray2": ["--executor", "ray", "--address"]}
+KEPT_PORT = "6400"
+EXECUTORS = {"local": [], "ray": ["--executor", "ray"], "ray2": ["--executor", "ray", "--address"],
+             "kept": ["--executor", "ray", "--address", f"127.0.0.1:{KEPT_PORT}", "--keep-workers", "30"]}
 
 
 def _measure(args, py: str, rates: dict, address: str) -> None:
@@ -79,6 +87,9 @@ def _measure(args, py: str, rates: dict, address: str) -> None:
         return EXECUTORS[ex] + ([address] if ex == "ray2" else [])
 
     with tempfile.TemporaryDirectory() as tmp:
+        warm = Path(tmp) / "warm.h5"  # the kept workers started, holding the generation handler (untimed)
+        _run([py, "-m", "demos.cli", "generate", args.task, "--n", str(args.num_envs), "--num-envs", str(args.num_envs),
+              "--workers", str(args.workers), "--out", str(warm), *executor("kept")])
         source = Path(args.source) if args.source else Path(tmp) / "source.h5"
         timed = "generate" in args.stages
         for r in range(args.rounds if timed else 0 if args.source else 1):

@@ -89,6 +89,9 @@ class GenerateConfig:
     """local (worker processes on this machine) or ray (Ray actors on a cluster; pip install -e ".[ray]")"""
     address: Annotated[str | None, tyro.conf.arg(metavar="ADDR", help_behavior_hint="(default: a local Ray started for the run)")] = None
     """the Ray cluster to join, e.g. HEAD:6379"""
+    keep_workers: Annotated[float, tyro.conf.arg(metavar="MINUTES")] = 0.0
+    """with --address: the Ray workers stay up this long after the run, idle, and the next command
+    on that cluster takes them over instead of starting its own (0: they stop with the run)"""
 
     def __post_init__(self) -> None:
         self.env_id = check_env_id(self.task)
@@ -101,7 +104,7 @@ class GenerateConfig:
             raise ValueError(f"--n must be a positive number of demonstrations, got {self.n}")
         if self.num_envs <= 0 or (self.workers is not None and self.workers <= 0):
             raise ValueError("--num-envs and --workers must be positive")
-        self.executor_kind = parse_executor(self.executor, self.address)
+        self.executor_kind = parse_executor(self.executor, self.address, self.keep_workers)
         if self.hold < 1:
             raise ValueError(f"--hold must be at least 1 step, got {self.hold}")
         if self.max_episode_steps < 0:
@@ -212,7 +215,7 @@ def generate(cfg: GenerateConfig, on_progress: Callable[[Progress], None] | None
 
             import_mplib()
             gc.freeze()
-        workers = make_pool(cfg.executor_kind, job, cfg.workers, address=cfg.address, start="fork")
+        workers = make_pool(cfg.executor_kind, job, cfg.workers, address=cfg.address, start="fork", keep_minutes=cfg.keep_workers)
         next_attempt = max((e["info"]["attempt"] + 1 for e in writer.meta["episodes"]), default=0)
         progress = Progress(writer.num_episodes, 0, 0, 0.0, resumed_from=writer.num_episodes)
         failures: Counter[str] = Counter()  # failure reasons, numbers blanked: "solution took # steps > ..."

@@ -13,6 +13,12 @@ raised in the caller as a `WorkerError` carrying the worker's traceback.
 
 Backends: `ProcessPool` (processes on this machine, the default) and `RayPool` (Ray actors on a
 cluster, `pip install -e ".[ray]"`). `make_pool` picks one by `Executor`.
+
+Kept workers (`keep_minutes` > 0, on a running cluster): a Ray pool's actors are named and
+detached, and stay up after the pool closes, holding their imports and the handler of the last
+job they ran, until idle for `keep_minutes`; the next pool on that cluster with the same code
+takes them over instead of starting processes (the seconds of a Ray pool's start-up). They are
+named by a hash of our packages' sources, so a changed tree starts workers of its own.
 """
 
 from __future__ import annotations
@@ -56,8 +62,9 @@ class Executor(enum.Enum):
 RAY_MISSING = 'the ray executor needs Ray: pip install -e ".[ray]"'
 
 
-def parse_executor(value: str | Executor, address: str | None) -> Executor:
-    """The executor a config asks for, checked at the boundary: Ray installed, an address only for Ray."""
+def parse_executor(value: str | Executor, address: str | None, keep_minutes: float = 0.0) -> Executor:
+    """The executor a config asks for, checked at the boundary: Ray installed, an address only for
+    Ray, kept workers only on a running cluster."""
     from importlib.util import find_spec
 
     from envs.modes import parse_mode
@@ -65,6 +72,11 @@ def parse_executor(value: str | Executor, address: str | None) -> Executor:
     kind = parse_mode(Executor, value, "executor")
     if address is not None and kind is not Executor.RAY:
         raise ValueError("--address needs --executor ray")
+    if not keep_minutes >= 0:
+        raise ValueError(f"--keep-workers must be >= 0 minutes, got {keep_minutes}")
+    if keep_minutes and address is None:
+        raise ValueError("--keep-workers needs --executor ray --address ADDR (a running cluster): "
+                         "a Ray started for the run stops with it")
     if kind is Executor.RAY and find_spec("ray") is None:
         raise ValueError(RAY_MISSING)
     return kind
@@ -268,6 +280,70 @@ class _Actor:
             return "error", traceback.format_exc()
 
 
+KEPT_NAMESPACE = "skillforge"  # the Ray namespace of kept workers
+
+
+def code_version() -> str:
+    """A hash of our packages' sources (each .py file's path, size and modification time): kept
+    workers run the code they were started with, so their names carry it."""
+    import hashlib
+    from importlib.util import find_spec
+    from pathlib import Path
+
+    h = hashlib.sha1()
+    for package in ("envs", "demos", "replay", "policies"):
+        spec = find_spec(package)
+        for root in (spec.submodule_search_locations or []) if spec else []:
+            for f in sorted(Path(root).rglob("*.py")):
+                st = f.stat()
+                h.update(f"{f}:{st.st_size}:{st.st_mtime_ns};".encode())
+    return h.hexdigest()[:12]
+
+
+class _KeptActor:
+    """A Ray actor kept between pools: it holds the handler of the last job it was given and
+    leaves (its process exits) once idle for `idle_s`."""
+
+    def __init__(self, idle_s: float):
+        import threading
+
+        _setup_worker()
+        self.key: str | None = None
+        self.handler: Callable[[Any], Any] | None = None
+        self.idle_s, self.last, self.running = idle_s, time.monotonic(), 0
+        threading.Thread(target=self._expire, daemon=True).start()
+
+    def _expire(self) -> None:
+        while True:
+            time.sleep(min(1.0, self.idle_s / 4))
+            if not self.running and time.monotonic() - self.last > self.idle_s:
+                os._exit(0)  # Ray sees the actor gone; its name is free again
+
+    def prepare(self, key: str, job: Job) -> None:
+        """Hold job's handler, built unless it is the one held already."""
+        self.running += 1
+        try:
+            if key != self.key:
+                self.key, self.handler = None, None  # the previous job's envs go first
+                self.handler, self.key = job.setup(), key
+        finally:
+            self.running -= 1
+            self.last = time.monotonic()
+
+    def run(self, key: str, task):
+        """("stale", None) where another pool's job took this worker over since `key`'s prepare."""
+        if key != self.key:
+            return "stale", None
+        self.running += 1
+        try:
+            return "done", self.handler(task)
+        except Exception:
+            return "error", traceback.format_exc()
+        finally:
+            self.running -= 1
+            self.last = time.monotonic()
+
+
 class RayPool:
     """Ray actors, one CPU each, on the cluster at `address` (None: a local Ray started for this
     pool and stopped with it). `count` None: one worker per CPU of the cluster (per `render`
@@ -276,16 +352,20 @@ class RayPool:
     Actors take tasks as soon as each is built, not when the last one is.
     An actor whose process or node is lost leaves the pool at once, and its task goes to the next
     live actor; a replacement is asked for and joins the pool when Ray has placed it and its
-    handler is built (on a cluster that lost a node, maybe never)."""
+    handler is built (on a cluster that lost a node, maybe never).
+
+    keep_minutes > 0 (a cluster this pool did not start): the actors are kept workers (the
+    module's docstring), taken over from an earlier pool where they are up."""
 
     def __init__(self, job: Job, count: int | None = None, retries: int = 2, address: str | None = None,
-                 num_cpus: int | None = None):
+                 num_cpus: int | None = None, keep_minutes: float = 0.0):
         try:
             import ray
         except ImportError:
             raise ValueError(RAY_MISSING) from None
         self.ray, self.job, self.retries = ray, job, retries
-        self.started = False
+        self.started = False  # this pool called ray.init (and shuts Ray down at close)
+        self.own_ray = False  # ... starting a Ray of its own, which goes with it
         self.actors: dict[int, Any] = {}  # id -> actor handle, ready to take tasks
         self.starting: dict[Any, tuple[int, Any]] = {}  # ready ref -> (id, actor) not placed or built yet
         self.busy: dict[Any, tuple[int, Any, Any, int]] = {}  # ref -> (actor id, key, task, attempt)
@@ -297,12 +377,16 @@ class RayPool:
                 cpus = num_cpus or os.cpu_count() or 1
                 # this machine is taken to render (a GPU or Vulkan): every CPU is a render slot too
                 # "local": a new Ray of our own even where a `ray start` cluster runs on this machine
+                self.own_ray = True
                 ray.init(address="local", num_cpus=cpus, resources={RENDER: cpus}, include_dashboard=False,
                          log_to_driver=False, configure_logging=False,
                          _system_config={"preload_python_modules": list(WORKER_IMPORTS)})
             else:
                 ray.init(address=address, include_dashboard=False, log_to_driver=False, configure_logging=False)
             self.started = True
+        if keep_minutes and self.own_ray:
+            self.close()
+            raise ValueError("kept workers need a running cluster: a Ray started for the run stops with it")
         have = ray.cluster_resources()
         if job.render and have.get(RENDER, 0) < 1:
             self.close()
@@ -313,24 +397,59 @@ class RayPool:
         self.options: dict[str, Any] = {"num_cpus": 1, "max_restarts": 0, "max_task_retries": 0}
         if job.render:
             self.options["resources"] = {RENDER: 1}
+        self.keep_s = 60.0 * keep_minutes
+        self.kept: set[int] = set()  # ids of kept workers: left up at close
+        if not self.own_ray:  # a running cluster: it may hold kept workers of this code, which any pool takes over
+            import hashlib
+            import pickle
+
+            self.job_key = hashlib.sha1(pickle.dumps(job)).hexdigest()
+            self.prefix = f"worker-{code_version()}-{'render' if job.render else 'cpu'}"
         self.remote = ray.remote(_Actor)
+        self.remote_kept = ray.remote(_KeptActor)
         for _ in range(max(1, count)):
             self._start()
         # The actors build their handlers in parallel and each takes tasks once it is built: Ray
         # places and starts them over seconds, and the first need not wait for the last. The first
         # one built proves the handler can be built; one that cannot fails here.
-        [ref], _ = ray.wait(list(self.starting), num_returns=1)
-        i, actor = self.starting.pop(ref)
-        try:
-            ray.get(ref)
-        except ray.exceptions.RayActorError as e:
-            self.close()
-            raise WorkerError(f"a worker failed to start: {e}") from None
+        while True:
+            [ref], _ = ray.wait(list(self.starting), num_returns=1)
+            i, actor = self.starting.pop(ref)
+            try:
+                ray.get(ref)
+                break
+            except ray.exceptions.RayActorError as e:
+                if i in self.kept:  # a kept worker that left as it was found: a new one
+                    self._start()
+                    continue
+                self.close()
+                raise WorkerError(f"a worker failed to start: {e}") from None
+            except ray.exceptions.RayError as e:
+                self.close()
+                raise WorkerError(f"a worker failed to start: {e}") from None
         self.actors[i] = actor
 
     def _start(self) -> None:
-        actor = self.remote.options(**self.options).remote(self.job)
-        self.starting[actor.ping.remote()] = (self.ids, actor)
+        """Worker `ids`: the kept worker of that name where one is up (it builds this job's handler
+        unless it holds it), else a new one, kept if this pool keeps its workers."""
+        actor = None
+        if not self.own_ray:
+            name = f"{self.prefix}-{self.ids}"
+            if self.keep_s:
+                actor = self.remote_kept.options(**self.options, name=name, namespace=KEPT_NAMESPACE,
+                                                 lifetime="detached", get_if_exists=True).remote(self.keep_s)
+            else:
+                try:
+                    actor = self.ray.get_actor(name, namespace=KEPT_NAMESPACE)
+                except ValueError:  # none of that name
+                    pass
+        if actor is not None:
+            self.kept.add(self.ids)
+            ready = actor.prepare.remote(self.job_key, self.job)
+        else:
+            actor = self.remote.options(**self.options).remote(self.job)
+            ready = actor.ping.remote()
+        self.starting[ready] = (self.ids, actor)
         self.ids += 1
 
     @property
@@ -353,7 +472,11 @@ class RayPool:
         while self.queue and free:
             key, task, attempt = self.queue.pop(0)
             i = free.pop(0)
-            self.busy[self.actors[i].run.remote(task)] = (i, key, task, attempt)
+            self.busy[self._run(i, task)] = (i, key, task, attempt)
+
+    def _run(self, i: int, task):
+        actor = self.actors[i]
+        return actor.run.remote(self.job_key, task) if i in self.kept else actor.run.remote(task)
 
     def next_result(self) -> tuple[Any, Any]:
         ray = self.ray
@@ -370,7 +493,8 @@ class RayPool:
                     ray.get(ref)
                     self.actors[i] = actor
                 except ray.exceptions.RayError:
-                    pass
+                    if i in self.kept:  # a kept worker that left as it was found: a new one
+                        self._start()
                 self._drain_queue()
                 continue
             i, key, task, attempt = self.busy.pop(ref)
@@ -386,6 +510,13 @@ class RayPool:
                     continue
                 self._drain_queue()
                 return key, Lost(f"a worker died ({type(e).__name__})")
+            if kind == "stale":  # a kept worker that another pool's job took over: this job's handler again
+                try:
+                    ray.get(self.actors[i].prepare.remote(self.job_key, self.job))
+                except ray.exceptions.RayError as e:
+                    raise WorkerError(f"a kept worker failed to build the handler again: {e}") from None
+                self.busy[self._run(i, task)] = (i, key, task, attempt)
+                continue
             self._drain_queue()
             if kind == "error":
                 raise WorkerError(f"a worker raised on a task:\n{value}")
@@ -400,11 +531,13 @@ class RayPool:
         self._start()
 
     def close(self) -> None:
-        for actor in [*self.actors.values(), *(a for _, a in self.starting.values())]:
-            try:
-                self.ray.kill(actor, no_restart=True)
-            except Exception:
-                pass
+        kept = getattr(self, "kept", set())  # kept workers stay up for the next pool
+        for i, actor in [*self.actors.items(), *self.starting.values()]:
+            if i not in kept:
+                try:
+                    self.ray.kill(actor, no_restart=True)
+                except Exception:
+                    pass
         self.actors, self.starting, self.busy, self.queue = {}, {}, {}, []
         if self.started:
             self.ray.shutdown()
@@ -421,9 +554,9 @@ Pool = ProcessPool | RayPool
 
 
 def make_pool(executor: Executor, job: Job, count: int | None, retries: int = 2, address: str | None = None,
-              start: str = "spawn") -> Pool:
+              start: str = "spawn", keep_minutes: float = 0.0) -> Pool:
     """The pool of `executor`: local processes (`count` of them, `start` method) or Ray actors
-    (`count` None: one per CPU of the cluster)."""
+    (`count` None: one per CPU of the cluster; kept workers with keep_minutes > 0)."""
     if executor is Executor.RAY:
-        return RayPool(job, count, retries, address)
+        return RayPool(job, count, retries, address, keep_minutes=keep_minutes)
     return ProcessPool(job, count or os.cpu_count() or 1, retries, start)

@@ -53,6 +53,9 @@ class EvalArgs(Rollouts):
     num_envs and its copy of the policy; pip install -e ".[ray]")"""
     address: Annotated[str | None, tyro.conf.arg(metavar="ADDR", help_behavior_hint="(default: a local Ray started for the run)")] = None
     """the Ray cluster to join, e.g. HEAD:6379"""
+    keep_workers: Annotated[float, tyro.conf.arg(metavar="MINUTES")] = 0.0
+    """with --address: the Ray workers stay up this long after the run, idle, and the next command
+    on that cluster takes them over instead of starting its own (0: they stop with the run)"""
     workers: Annotated[int | None, tyro.conf.arg(metavar="INT", help_behavior_hint="(default: 1; with --executor ray, one per CPU of the cluster, per render slot for camera policies)")] = None
     """workers: env worker processes (envs.parallel), or Ray actors with --executor ray"""
 
@@ -68,7 +71,7 @@ class EvalArgs(Rollouts):
             raise ValueError(f"--workers must be >= 1, got {self.workers}")
         from envs.executor import parse_executor
 
-        parse_executor(self.executor, self.address)
+        parse_executor(self.executor, self.address, self.keep_workers)
 
 
 def _train(argv: list[str]) -> int:
@@ -113,7 +116,7 @@ def _eval(args: EvalArgs) -> int:
     if args.action_horizon:  # the policy config validates it against the checkpoint's horizons
         policy.cfg = dataclasses.replace(policy.cfg, action_horizon=args.action_horizon)
     result = evaluate(policy, module.env, args.episodes, args.num_envs, args.workers, args.seed,
-                      args.max_episode_steps, args.video, args.executor, args.address)
+                      args.max_episode_steps, args.video, args.executor, args.address, args.keep_workers)
     result.update(checkpoint=args.checkpoint, env_id=module.env["env_id"], obs_mode=module.spec.obs_mode,
                   control_mode=module.env["control_mode"], policy=module.run_cfg.kind,
                   action_horizon=policy.cfg.action_horizon)

@@ -101,12 +101,12 @@ class EvalJob:
 
 def evaluate(policy: Policy, env: dict[str, Any], episodes: int, num_envs: int, workers: int | None = 1, seed: int = 100_000,
              max_episode_steps: int = 0, video_dir: str | Path | None = None, executor: str = "local",
-             address: str | None = None) -> dict[str, Any]:
+             address: str | None = None, keep_minutes: float = 0.0) -> dict[str, Any]:
     """Success rates, their intervals, mean episode length over `episodes` seeds seed, seed + 1, ...
     In this process with `workers` env processes (None: 1), or with `executor` ray on `workers` Ray
     actors (None: the pool's default), each with an env of `num_envs` and its copy of the policy,
     batches of seeds spread over them."""
-    kind = parse_executor(executor, address)
+    kind = parse_executor(executor, address, keep_minutes)
     num_envs = min(num_envs, episodes)
     start = time.monotonic()
     firsts = list(range(seed, seed + episodes, num_envs))
@@ -123,7 +123,7 @@ def evaluate(policy: Policy, env: dict[str, Any], episodes: int, num_envs: int, 
             if video_dir:
                 raise ValueError("--video needs the local executor (the videos are written where the envs run)")
             batches = _on_pool(kind, EvalJob(copy.deepcopy(policy).cpu(), env, num_envs, max_episode_steps), firsts,
-                               workers, address)
+                               workers, address, keep_minutes)
     finally:
         policy.train(was_training)
     at_end, once, lengths = [], [], []
@@ -145,10 +145,11 @@ def evaluate(policy: Policy, env: dict[str, Any], episodes: int, num_envs: int, 
     return out
 
 
-def _on_pool(kind: Executor, job: EvalJob, firsts: list[int], workers: int | None, address: str | None) -> list[dict]:
+def _on_pool(kind: Executor, job: EvalJob, firsts: list[int], workers: int | None, address: str | None,
+             keep_minutes: float = 0.0) -> list[dict]:
     """The batches' results in seed order; a batch whose workers kept dying is an error (a success
     rate over the episodes that survived would be biased)."""
-    pool = make_pool(kind, job, workers, address=address)
+    pool = make_pool(kind, job, workers, address=address, keep_minutes=keep_minutes)
     try:
         done: dict[int, dict] = {}
         submitted = 0

@@ -74,9 +74,12 @@ class ConvertConfig:
     """local (worker processes on this machine) or ray (Ray actors on a cluster; pip install -e ".[ray]")"""
     address: Annotated[str | None, tyro.conf.arg(metavar="ADDR", help_behavior_hint="(default: a local Ray started for the run)")] = None
     """the Ray cluster to join, e.g. HEAD:6379"""
+    keep_workers: Annotated[float, tyro.conf.arg(metavar="MINUTES")] = 0.0
+    """with --address: the Ray workers stay up this long after the run, idle, and the next command
+    on that cluster takes them over instead of starting its own (0: they stop with the run)"""
 
     def __post_init__(self) -> None:
-        self.executor_kind = parse_executor(self.executor, self.address)
+        self.executor_kind = parse_executor(self.executor, self.address, self.keep_workers)
         self.file = Path(self.file)
         self.meta = read_meta(self.file)  # TrajectoryError: missing, not a trajectory, sidecar mismatch
         info = self.meta["env_info"]
@@ -282,7 +285,8 @@ def _run_batches(
     # fork for local workers: they start with this process's imports (torch, SAPIEN), which spawn
     # would redo in each (2 s here). The `replay` command has made no env or PhysX system before
     # this point, so the workers inherit none; each builds its own envs.
-    pool = make_pool(cfg.executor_kind, ConvertJob(cfg), cfg.workers, address=cfg.address, start="fork")
+    pool = make_pool(cfg.executor_kind, ConvertJob(cfg), cfg.workers, address=cfg.address, start="fork",
+                     keep_minutes=cfg.keep_workers)
     try:
         done: dict[int, list[Outcome]] = {}
         submitted = 0

@@ -79,6 +79,10 @@ def test_executor_choice_is_checked_at_the_boundary(monkeypatch):
         parse_executor("dask", None)
     with pytest.raises(ValueError, match="--address needs --executor ray"):
         parse_executor("local", "1.2.3.4:6379")
+    with pytest.raises(ValueError, match="--keep-workers needs --executor ray --address"):
+        parse_executor("ray", None, 5.0)
+    with pytest.raises(ValueError, match="--keep-workers must be >= 0"):
+        parse_executor("ray", "1.2.3.4:6379", -1.0)
     import importlib.util
 
     real = importlib.util.find_spec
@@ -130,6 +134,38 @@ def test_ray_pool_retries_a_killed_actor(local_ray, tmp_path):
     finally:
         pool.close()
     assert ray.is_initialized()  # a pool on a cluster it did not start leaves the cluster up
+
+
+@slow
+def test_kept_ray_workers_serve_the_next_pool_and_leave_when_idle(local_ray, tmp_path):
+    from envs.executor import KEPT_NAMESPACE, Executor
+
+    def worker_pids(job, keep_minutes=0.03) -> set[int]:  # 1.8 s idle
+        pool = make_pool(Executor.RAY, job, 2, keep_minutes=keep_minutes)
+        try:
+            for k in range(6):
+                pool.submit(k, (k, False, 0.3))
+            got = _drain(pool, 6)
+            assert {k: v[0] for k, v in got.items()} == {k: 2 * k for k in range(6)}
+            return {v[1] for v in got.values()}
+        finally:
+            pool.close()
+
+    def kept() -> list[str]:
+        return [a["name"] for a in ray.util.list_named_actors(all_namespaces=True) if a["namespace"] == KEPT_NAMESPACE]
+
+    first = worker_pids(Flaky(str(tmp_path)))
+    assert len(kept()) == 2  # up after their pool closed
+    assert worker_pids(Flaky(str(tmp_path))) <= first  # the next pool ran on the same processes
+    other = tmp_path / "other"
+    other.mkdir()
+    assert worker_pids(Flaky(str(other))) <= first  # another job too, its handler built in them
+    assert worker_pids(Flaky(str(other)), keep_minutes=0) <= first  # a pool that keeps none takes them over too ...
+    assert len(kept()) == 2  # ... and leaves them up
+    deadline = time.monotonic() + 30
+    while kept() and time.monotonic() < deadline:  # idle for 1.8 s: gone, their CPUs free for the tests below
+        time.sleep(0.5)
+    assert kept() == []
 
 
 def _actions(path):
@@ -275,3 +311,28 @@ def test_two_node_cluster_loses_a_node_mid_run(two_nodes, tmp_path):
     assert len({e["seed"] for e in episodes}) == 16
     # the lost node's worker was planning a batch when it went: that batch ran again elsewhere
     assert "batches retried after a worker was lost" in stdout, stdout
+
+
+@slow
+def test_kept_workers_on_a_cluster_serve_the_next_command(two_nodes, tmp_path):
+    address, env, _ = two_nodes
+    probe = ("import ray, sys; ray.init(address=sys.argv[1], log_to_driver=False); "
+             "print(sorted(a['name'] for a in ray.util.list_named_actors(all_namespaces=True)))")
+
+    def kept() -> str:
+        return subprocess.run([sys.executable, "-c", probe, address], env=env, capture_output=True, text=True).stdout
+
+    runs = []
+    for k in range(2):
+        out = tmp_path / f"kept{k}.h5"
+        cmd = [sys.executable, "-m", "demos.cli", "generate", "PickCube", "--n", "2", "--num-envs", "1", "--workers", "2",
+               "--out", str(out), "--executor", "ray", "--address", address, "--keep-workers", "0.1"]
+        proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        runs.append(_actions(out))
+        assert kept().count("worker-") == 2  # up after the command ended, for the next one
+    _same(runs[0], runs[1])  # the kept workers give the same episodes
+    deadline = time.monotonic() + 60
+    while "worker-" in kept() and time.monotonic() < deadline:  # idle 6 s: gone
+        time.sleep(1)
+    assert "worker-" not in kept()
