@@ -125,8 +125,10 @@ class ArmPlanner:
 
     def _plan_straight(self, goal, qpos: np.ndarray, dt: float, speed: float) -> dict:
         """The TCP along the straight line to goal, turning at a constant rate (slerp): IK at
-        waypoints 1 cm / 3 degrees apart, each seeded with the previous one, checked for
-        collisions and joint jumps. (mplib's plan_screw integrates a spatial twist with a
+        waypoints 1 cm / 3 degrees apart, each seeded with the previous one and solved with whole
+        Gauss-Newton steps (a waypoint is this close to its seed, so a few iterations reach the
+        tolerance where mplib's default tenth-steps take dozens; planning's CPU halves), checked
+        for collisions and joint jumps. (mplib's plan_screw integrates a spatial twist with a
         Jacobian taken at the link, so large turns sweep the TCP far off the line.)"""
         pl, pin = self.planner, self.planner.pinocchio_model
         ee = pl.link_name_2_idx[pl.move_group]
@@ -147,7 +149,7 @@ class ArmPlanner:
         sin_half = np.sin(half)
         for t in np.linspace(0, 1, n + 1)[1:]:  # per waypoint only what changes: most of a plan is mplib's IK
             w = q0 if angle < 1e-6 else (np.sin((1 - t) * half) * q0 + np.sin(t * half) * q1) / sin_half  # slerp
-            q_new, ok, _ = pin.compute_IK_CLIK(ee, self._mplib.Pose(p0 + t * line, w), q, mask, eps=1e-5, max_iter=200)
+            q_new, ok, _ = pin.compute_IK_CLIK(ee, self._mplib.Pose(p0 + t * line, w), q, mask, eps=1e-5, max_iter=200, dt=1.0)
             if not ok or (q_new < lower).any() or (q_new > upper).any():
                 return {"status": "straight plan: no IK on the line"}
             arm_new = q_new[group]

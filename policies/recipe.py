@@ -12,7 +12,8 @@
 their conversion to the recipe's obs and control mode, one perturbed conversion per noise seed
 (`replay convert --action-noise`), all merged (`replay merge`). File names under `data_dir` spell
 the settings, so recipes that share steps share files, and a file that exists is used as it is
-(an interrupted generation or conversion is resumed). `run` builds, then trains the policy with
+(an interrupted generation or conversion is resumed); once the dataset exists, the files that made
+it may go (a finished dataset travels alone to a training host). `run` builds, then trains the policy with
 the config file's sections overlaid by `run` (`policies train`), and evaluates its best checkpoint.
 
 Each step runs as its own process through the project's CLIs (motion planning and Lightning do not
@@ -265,7 +266,12 @@ def build(recipe: Recipe, jobs: int = 0, dry_run: bool = False, echo=print, demo
     raw demos' with `demos_only`, which stops after generating them: motion planning on one machine,
     rendering and training on another). `jobs`: conversions at once (0: all of them); `dry_run`:
     only print the commands."""
+    from replay.trajectory import pending_path
+
     f = files(recipe)
+    if not demos_only and f.dataset.is_file() and not pending_path(f.dataset).exists():
+        echo(f"reusing {f.dataset}")  # the steps before it are not needed again (their files may be gone)
+        return f.dataset
     Path(recipe.data_dir).mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, (str(ROOT), os.environ.get("PYTHONPATH"))))}
     stages = _steps(recipe, f)

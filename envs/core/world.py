@@ -259,12 +259,23 @@ class ArticulationGroup(_Cached):
     def set_drive_targets(
         self, targets: torch.Tensor, env_idx: torch.Tensor | None = None, joints: list[int] | None = None
     ) -> None:
-        """targets: (len(env_idx), len(joints)); joints are indices into the active joints."""
-        self._per_joint(targets, env_idx, joints, lambda joint, v: joint.set_drive_target(v))
-        rows = slice(None) if env_idx is None else np.asarray(_idx(env_idx, len(self.articulations)))[:, None]
+        """targets: (len(env_idx), len(joints)); joints are indices into the active joints.
+        Only the targets that change are handed to PhysX (a gripper's stay put for most of a
+        demo), but at least one per articulation, since setting a target also wakes it."""
+        envs = _idx(env_idx, len(self.articulations))
         cols = np.arange(self.dof) if joints is None else np.asarray(joints)
+        if not len(envs) or not len(cols):
+            return
+        rows = slice(None) if env_idx is None else np.asarray(envs)[:, None]
         # PhysX stores a target as float32, rounded to nearest as NumPy rounds it
-        self._targets[rows, cols] = targets.detach().cpu().numpy().astype(np.float32)
+        new = targets.detach().cpu().numpy().astype(np.float32).reshape(len(envs), len(cols))
+        changed = new != self._targets[rows, cols]
+        changed[:, 0] |= ~changed.any(1)
+        for k, i in enumerate(envs):
+            js, values = self.joints[i], new[k].tolist()
+            for c in np.flatnonzero(changed[k]).tolist():
+                js[cols[c]].set_drive_target(values[c])
+        self._targets[rows, cols] = new
 
     def set_drive_velocity_targets(
         self, targets: torch.Tensor, env_idx: torch.Tensor | None = None, joints: list[int] | None = None
