@@ -266,10 +266,8 @@ def build(recipe: Recipe, jobs: int = 0, dry_run: bool = False, echo=print, demo
     raw demos' with `demos_only`, which stops after generating them: motion planning on one machine,
     rendering and training on another). `jobs`: conversions at once (0: all of them); `dry_run`:
     only print the commands."""
-    from replay.trajectory import pending_path
-
     f = files(recipe)
-    if not demos_only and f.dataset.is_file() and not pending_path(f.dataset).exists():
+    if not demos_only and _complete(f.dataset, recipe.demos.n):
         echo(f"reusing {f.dataset}")  # the steps before it are not needed again (their files may be gone)
         return f.dataset
     Path(recipe.data_dir).mkdir(parents=True, exist_ok=True)

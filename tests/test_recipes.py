@@ -137,7 +137,8 @@ def test_a_tiny_recipe_builds_runs_and_reuses(tmp_path, capsys):
     assert {p: p.stat().st_mtime_ns for p in stamps} == stamps
     # the finished dataset alone is enough: the files that made it may go
     kept = {p: p.read_bytes() for p in (f.raw, f.clean)}
-    f.raw.unlink(), f.clean.unlink()
+    f.raw.unlink()
+    f.clean.unlink()
     assert cli(["recipe", "build", str(path)]) == 0
     assert capsys.readouterr().out.strip().splitlines()[-1] == str(f.merged) and not f.raw.exists()
     for p, data in kept.items():
