@@ -26,6 +26,6 @@ tar -C "$tmp/extra" -cJf .device/extra.tar.xz xpy
 sed -i '/scripts\/device_extras.sh/d' .device/prelude.sh
 cat >> .device/prelude.sh <<'LINES'
 tar -C /tmp/dev -xJf .device/cli.tar.xz && export PYTHONPATH=$PYTHONPATH:/tmp/dev/xpy  # scripts/device_extras.sh
-[ -f .device/extra.tar.xz ] && tar -C /tmp/dev -xJf .device/extra.tar.xz  # scripts/device_extras.sh
+if [ -f .device/extra.tar.xz ]; then tar -C /tmp/dev -xJf .device/extra.tar.xz; fi  # scripts/device_extras.sh
 LINES
 echo ".device/cli.tar.xz: $(du -h .device/cli.tar.xz | cut -f1), .device/extra.tar.xz: $(du -h .device/extra.tar.xz | cut -f1)"
