@@ -271,25 +271,25 @@ class ArticulationGroup(_Cached):
         new = targets.detach().cpu().numpy().astype(np.float32).reshape(len(envs), len(cols))
         changed = new != self._targets[rows, cols]
         changed[:, 0] |= ~changed.any(1)
-        for k, i in enumerate(envs):
-            js, values = self.joints[i], new[k].tolist()
-            for c in np.flatnonzero(changed[k]).tolist():
-                js[cols[c]].set_drive_target(values[c])
+        self._per_joint(new.tolist(), envs, cols.tolist(), lambda joint, v: joint.set_drive_target(v), only=changed)
         self._targets[rows, cols] = new
 
     def set_drive_velocity_targets(
         self, targets: torch.Tensor, env_idx: torch.Tensor | None = None, joints: list[int] | None = None
     ) -> None:
         """As set_drive_targets, for the drives' velocity targets."""
-        self._per_joint(targets, env_idx, joints, lambda joint, v: joint.set_drive_velocity_target(v))
+        self._per_joint(targets.detach().cpu().tolist(), _idx(env_idx, len(self.articulations)),
+                        list(range(self.dof)) if joints is None else joints,
+                        lambda joint, v: joint.set_drive_velocity_target(v))
 
-    def _per_joint(self, values: torch.Tensor, env_idx: torch.Tensor | None, joints: list[int] | None, set_one: Callable) -> None:
-        t = values.detach().cpu().tolist()
-        cols = list(range(self.dof)) if joints is None else joints
-        for k, i in enumerate(_idx(env_idx, len(self.articulations))):
-            js = self.joints[i]
-            for c, v in zip(cols, t[k]):
-                set_one(js[c], v)
+    def _per_joint(self, values: list[list[float]], envs, cols: list[int], set_one: Callable,
+                   only: np.ndarray | None = None) -> None:
+        """set_one(joint, value) for row k of values on articulation envs[k], column c on active
+        joint cols[c]; `only`: a (rows, columns) mask of the values to set (default: every one)."""
+        for k, i in enumerate(envs):
+            js, row = self.joints[i], values[k]
+            for c in range(len(cols)) if only is None else np.flatnonzero(only[k]).tolist():
+                set_one(js[cols[c]], row[c])
 
     def root_pose(self) -> torch.Tensor:  # (N, 7) env-local
         return _env_local(pose_rows(a.get_root_pose() for a in self.articulations), self._offsets)
