@@ -18,7 +18,9 @@ Kept workers (`keep_minutes` > 0, on a running cluster): a Ray pool's actors are
 detached, and stay up after the pool closes, holding their imports and the handler of the last
 job they ran, until idle for `keep_minutes`; the next pool on that cluster with the same code
 takes them over instead of starting processes (the seconds of a Ray pool's start-up). They are
-named by a hash of our packages' sources, so a changed tree starts workers of its own.
+named by a hash of our packages' sources, so a changed tree starts workers of its own; kept
+workers that are not a new pool's (another tree, or CPU-only ones where it renders) leave when
+idle if the pool needs their CPUs, rather than holding them for their keep time.
 """
 
 from __future__ import annotations
@@ -281,6 +283,7 @@ class _Actor:
 
 
 KEPT_NAMESPACE = "skillforge"  # the Ray namespace of kept workers
+RETIRE_IDLE_S = 2.0  # a kept worker idle this long is not between two tasks of a running pool
 
 
 def code_version() -> str:
@@ -318,6 +321,14 @@ class _KeptActor:
             time.sleep(min(1.0, self.idle_s / 4))
             if not self.running and time.monotonic() - self.last > self.idle_s:
                 os._exit(0)  # Ray sees the actor gone; its name is free again
+
+    def retire(self, idle_s: float) -> bool:
+        """Leave once idle for idle_s (a pool between two tasks is idle for milliseconds, not
+        seconds), waiting for the rest of it; False where busy."""
+        if self.running:
+            return False
+        time.sleep(max(0.0, idle_s - (time.monotonic() - self.last)))
+        os._exit(0)
 
     def prepare(self, key: str, job: Job) -> None:
         """Hold job's handler, built unless it is the one held already."""
@@ -407,6 +418,8 @@ class RayPool:
             self.prefix = f"worker-{code_version()}-{'render' if job.render else 'cpu'}"
         self.remote = ray.remote(_Actor)
         self.remote_kept = ray.remote(_KeptActor)
+        if not self.own_ray:
+            self._make_room(max(1, count))
         for _ in range(max(1, count)):
             self._start()
         # The actors build their handlers in parallel and each takes tasks once it is built: Ray
@@ -428,6 +441,28 @@ class RayPool:
                 self.close()
                 raise WorkerError(f"a worker failed to start: {e}") from None
         self.actors[i] = actor
+
+    def _make_room(self, count: int) -> None:
+        """Kept workers that are not this pool's (another code version, or the other kind: CPU-only
+        against rendering) hold a CPU each until they have been idle for their keep time, so a pool
+        could wait that long for CPUs to place its own. Where the cluster has fewer free CPUs than
+        this pool will start workers, the idle ones of them leave now."""
+        ray = self.ray
+        named = {a["name"] for a in ray.util.list_named_actors(all_namespaces=True) if a["namespace"] == KEPT_NAMESPACE}
+        ours = sum(f"{self.prefix}-{i}" in named for i in range(count))
+        if ray.available_resources().get("CPU", 0) >= count - ours:
+            return
+        asked = []
+        for name in sorted(n for n in named if n.startswith("worker-") and not n.startswith(f"{self.prefix}-")):
+            try:
+                asked.append(ray.get_actor(name, namespace=KEPT_NAMESPACE).retire.remote(RETIRE_IDLE_S))
+            except ValueError:  # left meanwhile
+                pass
+        for ref in asked:
+            try:
+                ray.get(ref, timeout=10)
+            except ray.exceptions.RayError:  # it left (that is the answer) or is unreachable
+                pass
 
     def _start(self) -> None:
         """Worker `ids`: the kept worker of that name where one is up (it builds this job's handler

@@ -168,6 +168,31 @@ def test_kept_ray_workers_serve_the_next_pool_and_leave_when_idle(local_ray, tmp
     assert kept() == []
 
 
+@slow
+def test_a_pool_makes_room_where_kept_workers_of_another_kind_hold_the_cpus(local_ray, tmp_path):
+    from envs.executor import KEPT_NAMESPACE, Executor
+
+    def kept() -> list[str]:
+        return [a["name"] for a in ray.util.list_named_actors(all_namespaces=True) if a["namespace"] == KEPT_NAMESPACE]
+
+    def run(job, keep_minutes):
+        pool = make_pool(Executor.RAY, job, 2, keep_minutes=keep_minutes)
+        try:
+            for k in range(2):
+                pool.submit(k, (k, False, 0.0))
+            return _drain(pool, 2)
+        finally:
+            pool.close()
+
+    run(Flaky(str(tmp_path)), keep_minutes=5)  # CPU-only workers kept on both CPUs for 5 minutes
+    assert len(kept()) == 2 and ray.available_resources().get("CPU", 0) == 0
+    start = time.monotonic()
+    got = run(Flaky(str(tmp_path), render=True), keep_minutes=0)  # rendering workers need those CPUs
+    assert {k: v[0] for k, v in got.items()} == {0: 0, 1: 2}
+    assert time.monotonic() - start < 60  # not the kept workers' 5 minutes
+    assert kept() == []  # they left for it
+
+
 def _actions(path):
     from replay.trajectory import TrajectoryFile
 
