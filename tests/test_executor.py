@@ -136,9 +136,16 @@ def test_ray_pool_retries_a_killed_actor(local_ray, tmp_path):
     assert ray.is_initialized()  # a pool on a cluster it did not start leaves the cluster up
 
 
+def kept() -> list[str]:
+    """Names of the kept workers up on the cluster."""
+    from envs.executor import KEPT_NAMESPACE
+
+    return [a["name"] for a in ray.util.list_named_actors(all_namespaces=True) if a["namespace"] == KEPT_NAMESPACE]
+
+
 @slow
 def test_kept_ray_workers_serve_the_next_pool_and_leave_when_idle(local_ray, tmp_path):
-    from envs.executor import KEPT_NAMESPACE, Executor
+    from envs.executor import Executor
 
     def worker_pids(job, keep_minutes=0.03) -> set[int]:  # 1.8 s idle
         pool = make_pool(Executor.RAY, job, 2, keep_minutes=keep_minutes)
@@ -150,9 +157,6 @@ def test_kept_ray_workers_serve_the_next_pool_and_leave_when_idle(local_ray, tmp
             return {v[1] for v in got.values()}
         finally:
             pool.close()
-
-    def kept() -> list[str]:
-        return [a["name"] for a in ray.util.list_named_actors(all_namespaces=True) if a["namespace"] == KEPT_NAMESPACE]
 
     first = worker_pids(Flaky(str(tmp_path)))
     assert len(kept()) == 2  # up after their pool closed
@@ -170,10 +174,7 @@ def test_kept_ray_workers_serve_the_next_pool_and_leave_when_idle(local_ray, tmp
 
 @slow
 def test_a_pool_makes_room_where_kept_workers_of_another_kind_hold_the_cpus(local_ray, tmp_path):
-    from envs.executor import KEPT_NAMESPACE, Executor
-
-    def kept() -> list[str]:
-        return [a["name"] for a in ray.util.list_named_actors(all_namespaces=True) if a["namespace"] == KEPT_NAMESPACE]
+    from envs.executor import Executor
 
     def run(job, keep_minutes):
         pool = make_pool(Executor.RAY, job, 2, keep_minutes=keep_minutes)
