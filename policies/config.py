@@ -28,6 +28,22 @@ def check(cond: bool, message: str) -> None:
         raise ValueError(message)
 
 
+def read_yaml(path: Path) -> Any:
+    """A YAML file's contents (None when empty); a file that is not valid YAML or not text is
+    one ValueError naming the file and, where YAML knows it, the line and column."""
+    import yaml
+
+    try:
+        return yaml.safe_load(path.read_text())
+    except UnicodeDecodeError:
+        raise ValueError(f"{path}: not a text file") from None
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
+        problem = getattr(e, "problem", None) or str(e).splitlines()[0]
+        raise ValueError(f"{path}: not valid YAML{where}: {problem}") from None
+
+
 def positive(obj: Any, *names: str) -> None:
     for name in names:
         check(getattr(obj, name) > 0, f"{name} must be > 0, got {getattr(obj, name)}")

@@ -83,7 +83,12 @@ class PolicyModule(L.LightningModule):
 
 
 def load_policy(checkpoint: str, device: str | torch.device = "cpu") -> tuple[Policy, PolicyModule]:
-    """The acting policy of a checkpoint (EMA weights when there are), in eval mode on `device`."""
-    module = PolicyModule.load_from_checkpoint(checkpoint, map_location=device, weights_only=False)
+    """The acting policy of a checkpoint (EMA weights when there are), in eval mode on `device`.
+    A file that is not a checkpoint of `policies train` is one ValueError naming it."""
+    try:
+        module = PolicyModule.load_from_checkpoint(checkpoint, map_location=device, weights_only=False)
+    except Exception as e:  # a foreign file fails anywhere in unpickling or in Lightning's reading of it
+        reason = (str(e).splitlines() or [""])[0]
+        raise ValueError(f"{checkpoint}: not a checkpoint of `policies train` ({type(e).__name__}: {reason})") from None
     policy = module.eval_policy.to(device).eval()
     return policy, module

@@ -30,9 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from policies.config import RunConfig, check, from_dict
+from policies.config import RunConfig, check, from_dict, read_yaml
 from policies.kinds import KINDS, load_run
 
 ROOT = Path(__file__).resolve().parents[1]  # a recipe's config path is relative to the project
@@ -138,7 +136,7 @@ def load_recipe(path: str | Path) -> Recipe:
     """A recipe from its YAML file; every key and value checked (one ValueError)."""
     path = Path(path)
     check(path.is_file(), f"{path}: no such recipe")
-    raw = yaml.safe_load(path.read_text()) or {}
+    raw = read_yaml(path) or {}
     check(isinstance(raw, dict), f"{path}: expected a mapping")
     raw.setdefault("name", path.stem)
     check("file" not in raw, f"{path}: `file` is set from where the recipe is read")

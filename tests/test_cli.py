@@ -94,6 +94,7 @@ BAD = {  # (prog, argv) -> a word the error line names
     "missing file, replay": ("replay", ["convert", "/no/such/file.h5", "--obs-mode", "state"], "/no/such/file.h5"),
     "missing file, policies": ("policies", ["eval", "/no/such/best.ckpt"], "/no/such/best.ckpt"),
     "missing config": ("policies", ["train", "bc", "--config", "/no/such/config.yaml"], "/no/such/config.yaml"),
+    "foreign file, policies": ("policies", ["eval", __file__], "not a checkpoint of `policies train`"),
 }
 
 

@@ -258,7 +258,7 @@ def test_loss_does_not_mutate_batch(kind, obs_mode, state_file, rgb_file, tmp_pa
 # ---- training, checkpoints, evaluation --------------------------------------------------------
 @slow
 @pytest.mark.parametrize("kind", KINDS)
-def test_train_checkpoint_eval(kind, state_file, tmp_path):
+def test_train_checkpoint_eval(kind, state_file, tmp_path, capsys):
     from policies.module import load_policy
     from policies.train import train
 
@@ -307,6 +307,16 @@ def test_train_checkpoint_eval(kind, state_file, tmp_path):
                 "--device", "cpu", "--action-horizon", str(horizon), "--json", str(report)]) == 0
     assert json.loads(report.read_text())["action_horizon"] == horizon
     assert cli(["eval", str(out / "checkpoints/best.ckpt"), "--device", "cpu", "--action-horizon", "99"]) == 2
+    # files that are not our checkpoints: one error line each
+    capsys.readouterr()
+    foreign = [tmp_path / "text.ckpt", tmp_path / "pickle.ckpt", tmp_path / "data.ckpt"]
+    foreign[0].write_text("not a checkpoint\n")
+    torch.save({"state_dict": {}}, foreign[1])
+    foreign[2].write_bytes((out / "checkpoints/best.ckpt").read_bytes()[:200])  # cut short
+    for f in foreign:
+        assert cli(["eval", str(f), "--device", "cpu"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 3 and all(line.startswith(f"error: {f}: not a checkpoint of `policies train` (") for line, f in zip(err, foreign))
 
 
 class _CartpoleFeedback(torch.nn.Module):

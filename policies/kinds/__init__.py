@@ -7,9 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from policies.config import PolicyConfig, RunConfig, check, from_dict_lenient_data, merge_sections
+from policies.config import PolicyConfig, RunConfig, check, from_dict_lenient_data, merge_sections, read_yaml
 from policies.data import ObsSpec
 from policies.kinds import act, bc, diffusion
 from policies.kinds.kind import Kind
@@ -27,7 +25,7 @@ def load_run(kind: str, config_file: str | Path | None = None, data: str = "",
     if config_file:
         path = Path(config_file)
         check(path.is_file(), f"--config {path}: no such file")
-        raw = yaml.safe_load(path.read_text()) or {}
+        raw = read_yaml(path) or {}
         check(isinstance(raw, dict), f"{path}: expected a mapping of sections")
         file_kind = raw.pop("kind", kind)
         check(file_kind == kind, f"{path} is a {file_kind} config; use `policies train {file_kind}`")
