@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import tyro
+import yaml
 
 from envs.modes import ObsMode
 
@@ -31,8 +32,6 @@ def check(cond: bool, message: str) -> None:
 def read_yaml(path: Path) -> Any:
     """A YAML file's contents (None when empty); a file that is not valid YAML or not text is
     one ValueError naming the file and, where YAML knows it, the line and column."""
-    import yaml
-
     try:
         return yaml.safe_load(path.read_text())
     except UnicodeDecodeError:

@@ -68,9 +68,9 @@ def test_bad_recipes_are_one_line_errors(tmp_path, capsys):
         ("task: PickCube-v1\npolicy: transformer\n", "policy 'transformer'; allowed: bc, diffusion, act"),
         ("task: PickCube-v1\nrun: {policy: {unet_dim: [8]}}\n", "unknown key policy.unet_dim"),
         ("task: PickCube-v1\nconfig: configs/nothing.yaml\n", "config configs/nothing.yaml: no such file"),
-        ("demos: {n: 4}\n", "task is required"),
         ("task: PickCube-v1\ndemos: {n: [4}\n", r"not valid YAML \(line 2, column 14\): "),
         ("task:\tPickCube-v1\n", r"not valid YAML \(line 1, column 6\): found character '\\t'"),
+        ("demos: {n: 4}\n", "task is required"),
     ]:
         bad.write_text(text)
         with pytest.raises(ValueError, match=message):
@@ -78,16 +78,17 @@ def test_bad_recipes_are_one_line_errors(tmp_path, capsys):
     assert cli(["recipe", "build", str(bad)]) == 2
     assert cli(["recipe", "train", str(bad)]) == 2
     assert cli(["recipe", "build", str(tmp_path / "none.yaml")]) == 2
-    binary = tmp_path / "binary.yaml"
+    binary, tab = tmp_path / "binary.yaml", tmp_path / "tab.yaml"
     binary.write_bytes(b"\x89HDF\r\n\x1a\n\xff\xfe")
+    tab.write_text("policy:\tnothing\n")
     assert cli(["recipe", "build", str(binary)]) == 2
-    assert cli(["train", "diffusion", "--config", str(bad), "--data", str(tmp_path / "d.h5")]) == 2
+    assert cli(["train", "diffusion", "--config", str(tab), "--data", str(tmp_path / "d.h5")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert err == ["error: " + str(bad) + ": not valid YAML (line 1, column 6): found character '\\t' that cannot start any token",
+    assert err == [f"error: {bad}: task is required (an env id such as PickCube-v1)",
                    "error: policies recipe: unknown action 'train'; allowed: build, run (see policies recipe --help)",
                    f"error: {tmp_path / 'none.yaml'}: no such recipe",
                    f"error: {binary}: not a text file",
-                   "error: " + str(bad) + ": not valid YAML (line 1, column 6): found character '\\t' that cannot start any token"]
+                   f"error: {tab}: not valid YAML (line 1, column 8): found character '\\t' that cannot start any token"]
 
 
 def test_evaluation_seeds_must_not_be_demo_seeds(tmp_path):
